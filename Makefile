@@ -1,0 +1,40 @@
+# lineage: build, test, demo, bench.
+#
+#   make build     build bin/lineage (no clang needed: the BPF objects are committed)
+#   make test      the full test suite, BPF included (run as root)
+#   make demo      lineage run on a leaky demo job, then the report
+#   make bench     benchmarks, printed as the README's table
+#   make generate  rebuild the BPF objects (needs clang, llvm, libbpf-dev)
+
+GO ?= go
+BIN := bin/lineage
+GOFLAGS_TEST ?= -race -count=1 -timeout 45m
+
+.PHONY: all build test test-short demo bench generate vet fmt clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/lineage
+
+vet:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+test: vet
+	$(GO) test $(GOFLAGS_TEST) ./...
+
+test-short:
+	$(GO) test -short -count=1 ./...
+
+demo: build
+	./scripts/demo.sh $(BIN)
+
+bench: build
+	./scripts/bench.sh $(BIN)
+
+generate:
+	$(GO) generate ./internal/loader
+
+clean:
+	rm -rf bin

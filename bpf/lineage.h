@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * lineage.h: the records the BPF program shares with user space. bpf2go turns
+ * each of them into a Go type (lineageEvent, lineageMember, ...), so this file
+ * is their only definition. Fields run from widest to narrowest and every gap
+ * is an explicit padding field: the Go and C layouts can't drift apart.
+ */
+#ifndef LINEAGE_H
+#define LINEAGE_H
+
+#define LINEAGE_COMM_LEN 16
+#define LINEAGE_FILENAME_LEN 128
+#define LINEAGE_ARGS_LEN 256
+
+enum event_kind {
+	EVENT_FORK = 1,
+	EVENT_EXEC = 2,
+	EVENT_EXIT = 3,
+};
+
+/* event.flags */
+enum event_flag {
+	/* the process is a root: its lineage parent spawned it as one */
+	EVENT_F_ROOT = 1 << 0,
+	/* the membership map was full: the new process is not tracked */
+	EVENT_F_UNTRACKED = 1 << 1,
+	/* its root was being reaped: the new process was killed at birth */
+	EVENT_F_CONTAINED = 1 << 2,
+	/* argv was longer than LINEAGE_ARGS_LEN and was cut */
+	EVENT_F_ARGS_TRUNCATED = 1 << 3,
+};
+
+/* root.flags */
+enum root_flag {
+	/* the root is being reaped: a member's new child is killed at birth */
+	ROOT_F_REAPING = 1 << 0,
+	/* when the supervisor's thread group dies, SIGKILL every member */
+	ROOT_F_DIE_WITH_SUPERVISOR = 1 << 1,
+	/* spawned by an armed thread that is still armed: user space keeps
+	 * the root it meant to start and drops any other (the Go runtime may
+	 * fork a probe process of its own during the same start) */
+	ROOT_F_SPAWNING = 1 << 2,
+};
+
+/* member.flags */
+enum member_flag {
+	MEMBER_F_ROOT = 1 << 0,
+	MEMBER_F_CONTAINED = 1 << 1,
+	/* inserted from user space (a registered root or an adopted
+	 * descendant), not by the fork hook: it may name a process that died
+	 * before the insert, so user space checks it against /proc */
+	MEMBER_F_ADOPTED = 1 << 2,
+};
+
+/*
+ * Start times are clock ticks since boot, exactly field 22 of /proc/PID/stat.
+ * exit_status is the wait(2) status word: (code << 8) | signal.
+ */
+struct event {
+	__u64 time_ns; /* CLOCK_BOOTTIME when it happened */
+	__u64 start;
+	__u64 parent_start;
+	__u64 root_start;
+	enum event_kind kind;
+	__u32 pid;
+	__u32 parent_pid;
+	__u32 root_pid;
+	__s32 exit_status;
+	enum event_flag flags;
+	__u32 args_size;
+	__u32 _pad;
+	char comm[LINEAGE_COMM_LEN];
+	char filename[LINEAGE_FILENAME_LEN];
+	char args[LINEAGE_ARGS_LEN]; /* argv, NUL-separated */
+};
+
+/* The value of the members map, keyed by the member's thread-group id. */
+struct member {
+	__u64 start;
+	__u64 parent_start;
+	__u64 root_start;
+	__u32 parent_pid;
+	__u32 root_pid;
+	enum member_flag flags;
+	__u32 _pad;
+};
+
+/* The value of the roots map, keyed by the root's pid. */
+struct root {
+	__u64 start;
+	enum root_flag flags;
+	__u32 _pad;
+};
+
+/* Indexes of the per-CPU stats array. */
+enum stat {
+	STAT_EVENTS_LOST = 0,   /* ring buffer full: an event was dropped */
+	STAT_MEMBERS_FULL = 1,  /* membership map full: a new process escaped */
+	STAT_FORKS = 2,         /* members added by fork */
+	STAT_EXECS = 3,
+	STAT_EXITS = 4,         /* members removed by exit */
+	STAT_CONTAINED = 5,     /* children of reaping members killed at birth */
+	STAT_SUPERVISOR_KILLS = 6, /* members killed when the supervisor died */
+	STAT_SIGNAL_FAILED = 7, /* a kill the program asked for was refused */
+	STAT_STALE = 8,         /* entries whose start time no longer matched */
+	STAT_MAX = 9,
+};
+
+#endif /* LINEAGE_H */

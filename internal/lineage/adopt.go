@@ -1,0 +1,78 @@
+package lineage
+
+import "fmt"
+
+// Adopt finds the live descendants of root that are not yet members and
+// hands each to add, with the identity of its current parent, parents before
+// children. It repeats full passes over /proc until one adds nothing, so a
+// process forked by a descendant while an earlier pass ran is still found.
+// isMember reports what is already a member (root included). Adopt returns
+// how many processes it added.
+//
+// Descendants are found by ppid, the only relation /proc shows: a process
+// that a descendant created and that was reparented away before the first
+// pass can't be found this way. Every fork after root is registered is
+// caught by the backend itself.
+func (p ProcFS) Adopt(root Identity, isMember func(Identity) bool, add func(child Stat, parent Identity) error) (int, error) {
+	added := 0
+	for pass := 0; ; pass++ {
+		if pass > 1000 {
+			return added, fmt.Errorf("adopt descendants of %s: still finding new processes after %d passes", root, pass)
+		}
+		n, err := p.adoptPass(root, isMember, add)
+		added += n
+		if err != nil || n == 0 {
+			return added, err
+		}
+	}
+}
+
+func (p ProcFS) adoptPass(root Identity, isMember func(Identity) bool, add func(Stat, Identity) error) (int, error) {
+	pids, err := p.PIDs()
+	if err != nil {
+		return 0, err
+	}
+	stats := make(map[int]Stat, len(pids))
+	children := make(map[int][]int)
+	for _, pid := range pids {
+		st, err := p.Stat(pid)
+		if err != nil {
+			continue // exited while we looked
+		}
+		stats[pid] = st
+		children[st.PPID] = append(children[st.PPID], pid)
+	}
+	// Walk down from every member: a member reparented away from root still
+	// has its own children.
+	var queue []int
+	for pid, st := range stats {
+		if st.Identity == root || isMember(st.Identity) {
+			queue = append(queue, pid)
+		}
+	}
+	added := 0
+	seen := make(map[int]bool, len(queue))
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		if seen[pid] {
+			continue
+		}
+		seen[pid] = true
+		parent := stats[pid].Identity
+		for _, c := range children[pid] {
+			st := stats[c]
+			if st.Kernel || seen[c] {
+				continue
+			}
+			if !isMember(st.Identity) {
+				if err := add(st, parent); err != nil {
+					return added, fmt.Errorf("adopt %s: %w", st.Identity, err)
+				}
+				added++
+			}
+			queue = append(queue, c)
+		}
+	}
+	return added, nil
+}

@@ -1,0 +1,201 @@
+package lineage
+
+import (
+	"slices"
+	"sync"
+	"time"
+)
+
+// Member is what the tree knows of one process of a lineage.
+type Member struct {
+	Identity
+	Parent Identity `json:"parent"`
+	Root   Identity `json:"root"`
+	Comm   string   `json:"comm,omitempty"`
+	// Filename and Argv are from the member's last exec, if one was seen.
+	Filename string   `json:"filename,omitempty"`
+	Argv     []string `json:"argv,omitempty"`
+	// Forked and Ended are times since boot; zero when not seen.
+	Forked time.Duration `json:"-"`
+	Ended  time.Duration `json:"-"`
+	Exited bool          `json:"exited"`
+	Status ExitStatus    `json:"status,omitempty"`
+	// Contained is set when the member was killed at birth during a reap.
+	Contained bool `json:"contained,omitempty"`
+}
+
+// Tree mirrors lineages as trees, built from events that may arrive in any
+// order: an exit or an exec may be seen before the fork that created the
+// process, and the tree converges to the same state whichever order it gets.
+// A Tree is safe for concurrent use by multiple goroutines.
+type Tree struct {
+	mu      sync.Mutex
+	members map[Identity]*Member
+	// children indexes members by lineage parent.
+	children map[Identity][]Identity
+}
+
+// NewTree returns an empty tree.
+func NewTree() *Tree {
+	return &Tree{
+		members:  make(map[Identity]*Member),
+		children: make(map[Identity][]Identity),
+	}
+}
+
+// node returns the member for id, creating an empty one. Callers hold t.mu.
+func (t *Tree) node(id Identity) *Member {
+	m, ok := t.members[id]
+	if !ok {
+		m = &Member{Identity: id}
+		t.members[id] = m
+	}
+	return m
+}
+
+// link records parent and root for m once; later events don't move a member.
+func (t *Tree) link(m *Member, parent, root Identity) {
+	if m.Root.IsZero() && !root.IsZero() {
+		m.Root = root
+	}
+	if m.Parent.IsZero() && !parent.IsZero() {
+		m.Parent = parent
+		t.children[parent] = append(t.children[parent], m.Identity)
+	}
+}
+
+// Apply records one event.
+func (t *Tree) Apply(ev Event) {
+	if ev.Process.IsZero() {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m := t.node(ev.Process)
+	t.link(m, ev.Parent, ev.Root)
+	if ev.Comm != "" && (m.Comm == "" || ev.Kind != EventFork) {
+		m.Comm = ev.Comm
+	}
+	switch ev.Kind {
+	case EventFork:
+		if m.Forked == 0 {
+			m.Forked = ev.Time
+		}
+		if ev.Contained {
+			m.Contained = true
+		}
+	case EventExec:
+		m.Filename = ev.Filename
+		m.Argv = slices.Clone(ev.Argv)
+	case EventExit:
+		m.Exited = true
+		m.Status = ev.Status
+		m.Ended = ev.Time
+	}
+}
+
+// Get returns what is known of id.
+func (t *Tree) Get(id Identity) (Member, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m, ok := t.members[id]
+	if !ok {
+		return Member{}, false
+	}
+	return clone(m), true
+}
+
+// Lineage returns every process ever seen in root's lineage, root first,
+// then in order of descent (parents before their children).
+func (t *Tree) Lineage(root Identity) []Member {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []Member
+	seen := make(map[Identity]bool)
+	var walk func(id Identity)
+	walk = func(id Identity) {
+		if seen[id] {
+			return
+		}
+		seen[id] = true
+		if m, ok := t.members[id]; ok && (id == root || m.Root == root) {
+			out = append(out, clone(m))
+		}
+		for _, c := range t.children[id] {
+			walk(c)
+		}
+	}
+	walk(root)
+	// Members whose parent chain is not (yet) known still belong to root.
+	var rest []Member
+	for id, m := range t.members {
+		if !seen[id] && m.Root == root {
+			rest = append(rest, clone(m))
+		}
+	}
+	slices.SortFunc(rest, func(a, b Member) int { return compareIdentity(a.Identity, b.Identity) })
+	return append(out, rest...)
+}
+
+// Live returns the members of root's lineage not known to have exited.
+func (t *Tree) Live(root Identity) []Member {
+	all := t.Lineage(root)
+	live := all[:0]
+	for _, m := range all {
+		if !m.Exited {
+			live = append(live, m)
+		}
+	}
+	return live
+}
+
+// Ancestry returns id's lineage parents from id itself up to its root (or as
+// far as they are known).
+func (t *Tree) Ancestry(id Identity) []Identity {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []Identity
+	seen := make(map[Identity]bool)
+	for cur := id; !cur.IsZero() && !seen[cur]; {
+		seen[cur] = true
+		m, ok := t.members[cur]
+		if !ok {
+			break
+		}
+		out = append(out, cur)
+		if cur == m.Root {
+			break
+		}
+		cur = m.Parent
+	}
+	return out
+}
+
+// Children returns the members whose lineage parent is id.
+func (t *Tree) Children(id Identity) []Identity {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.children[id])
+}
+
+func clone(m *Member) Member {
+	c := *m
+	c.Argv = slices.Clone(m.Argv)
+	return c
+}
+
+func compareIdentity(a, b Identity) int {
+	if a.StartTicks != b.StartTicks {
+		if a.StartTicks < b.StartTicks {
+			return -1
+		}
+		return 1
+	}
+	switch {
+	case a.PID < b.PID:
+		return -1
+	case a.PID > b.PID:
+		return 1
+	}
+	return 0
+}

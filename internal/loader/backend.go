@@ -1,0 +1,109 @@
+package loader
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+)
+
+// ErrUnavailable is wrapped by errors that say a backend can't run on this
+// machine; the rest of the message says why, in words a user can act on.
+var ErrUnavailable = errors.New("backend unavailable")
+
+// ErrNotRoot is wrapped when an operation names a root that is not registered.
+var ErrNotRoot = errors.New("not a registered root")
+
+// ErrAlreadyTracked is wrapped when a process to register is already a member
+// of a lineage.
+var ErrAlreadyTracked = errors.New("already tracked")
+
+// Backend tells which processes belong to which root, and keeps telling as
+// they fork, exec and exit. Implementations are safe for concurrent use by
+// multiple goroutines, except that Run may be called only once.
+type Backend interface {
+	// Name is "bpf" or "proc".
+	Name() string
+
+	// Spawn starts cmd as a new root. The root is a member before it runs
+	// its first instruction: whatever it forks, however early, is caught.
+	Spawn(cmd *exec.Cmd, opts RootOptions) (lineage.Identity, error)
+
+	// Register adds the live process id as a root, then adopts its current
+	// descendants from /proc, repeating until a pass adds nothing. From the
+	// moment the root is registered, every new fork is caught.
+	Register(id lineage.Identity, opts RootOptions) error
+
+	// Members returns the live members of root's lineage, root included
+	// while it lives.
+	Members(root lineage.Identity) ([]lineage.Member, error)
+
+	// Contain marks root's lineage as being reaped, so that its members
+	// can't outrun the reaper by forking, and says how.
+	Contain(root lineage.Identity) (Containment, error)
+
+	// Forget drops root and whatever remains of its membership. It signals
+	// nothing.
+	Forget(root lineage.Identity) error
+
+	// Run delivers lineage events to fn, in the order the backend sees
+	// them, until ctx is done; then it delivers what is still pending and
+	// returns nil.
+	Run(ctx context.Context, fn func(lineage.Event)) error
+
+	// Stats returns the backend's counters.
+	Stats() (Stats, error)
+
+	// Close releases the backend. Members are no longer tracked once it
+	// returns; roots registered with DieWithSupervisor are not killed by a
+	// clean Close.
+	Close() error
+}
+
+// RootOptions are the per-root settings.
+type RootOptions struct {
+	// DieWithSupervisor asks that the lineage be killed if the process
+	// that registered it dies before reaping it (a CI runner's SIGKILL to
+	// the process group, say). BPF backend, kernel 6.13 or later.
+	DieWithSupervisor bool
+}
+
+// Containment says how a lineage is kept from growing while it is reaped.
+type Containment string
+
+const (
+	// ContainKernel: the fork hook kills each new child of a reaping
+	// member at birth (bpf_task_from_pid + bpf_send_signal_task).
+	ContainKernel Containment = "kernel"
+	// ContainKernelForker: older kernels; the fork hook kills the member
+	// that forks (bpf_send_signal can only signal the current task).
+	ContainKernelForker Containment = "kernel-forker"
+	// ContainStop: no BPF; the reaper stops the whole set with SIGSTOP
+	// before killing, and needs two empty passes to call it empty.
+	ContainStop Containment = "stop"
+)
+
+// Stats are a backend's counters since it started. Losses are never hidden:
+// a report shows them.
+type Stats struct {
+	// EventsLost counts events dropped because the ring buffer was full.
+	// Membership stays exact; only the record has gaps.
+	EventsLost uint64 `json:"events_lost"`
+	// MembersFull counts new processes that could not be tracked because
+	// the membership map was full: they escaped.
+	MembersFull uint64 `json:"members_full"`
+	Forks       uint64 `json:"forks"`
+	Execs       uint64 `json:"execs"`
+	Exits       uint64 `json:"exits"`
+	// Contained counts children killed at birth during a reap.
+	Contained uint64 `json:"contained"`
+	// SupervisorKills counts members killed in the kernel because their
+	// supervisor died.
+	SupervisorKills uint64 `json:"supervisor_kills"`
+	// SignalFailed counts kills the kernel side asked for and was refused.
+	SignalFailed uint64 `json:"signal_failed"`
+	// Stale counts membership entries found to name a process that was
+	// gone, and dropped.
+	Stale uint64 `json:"stale"`
+}

@@ -1,0 +1,79 @@
+package loader
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"time"
+	"unsafe"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+)
+
+const eventSize = int(unsafe.Sizeof(lineageEvent{}))
+
+// decode turns one ring-buffer record into an Event.
+func decode(raw []byte) (lineage.Event, error) {
+	if len(raw) < eventSize {
+		return lineage.Event{}, fmt.Errorf("decode event: %d bytes, want %d", len(raw), eventSize)
+	}
+	var e lineageEvent
+	if _, err := binary.Decode(raw[:eventSize], binary.NativeEndian, &e); err != nil {
+		return lineage.Event{}, fmt.Errorf("decode event: %w", err)
+	}
+	ev := lineage.Event{
+		Time:          time.Duration(e.TimeNs),
+		Process:       lineage.Identity{PID: e.Pid, StartTicks: e.Start},
+		Parent:        lineage.Identity{PID: e.ParentPid, StartTicks: e.ParentStart},
+		Root:          lineage.Identity{PID: e.RootPid, StartTicks: e.RootStart},
+		Comm:          cString(e.Comm[:]),
+		IsRoot:        e.Flags&lineageEventFlagEVENT_F_ROOT != 0,
+		Untracked:     e.Flags&lineageEventFlagEVENT_F_UNTRACKED != 0,
+		Contained:     e.Flags&lineageEventFlagEVENT_F_CONTAINED != 0,
+		ArgvTruncated: e.Flags&lineageEventFlagEVENT_F_ARGS_TRUNCATED != 0,
+	}
+	switch e.Kind {
+	case lineageEventKindEVENT_FORK:
+		ev.Kind = lineage.EventFork
+	case lineageEventKindEVENT_EXEC:
+		ev.Kind = lineage.EventExec
+		ev.Filename = cString(e.Filename[:])
+		n := min(int(e.ArgsSize), len(e.Args))
+		ev.Argv = splitArgs(e.Args[:n])
+	case lineageEventKindEVENT_EXIT:
+		ev.Kind = lineage.EventExit
+		ev.Status = lineage.ExitStatus(e.ExitStatus)
+	default:
+		return lineage.Event{}, fmt.Errorf("decode event: unknown kind %d", e.Kind)
+	}
+	return ev, nil
+}
+
+func cString[T ~int8 | ~uint8](b []T) string {
+	buf := make([]byte, 0, len(b))
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		buf = append(buf, byte(c))
+	}
+	return string(buf)
+}
+
+// splitArgs splits a NUL-separated argv; a cut-off last argument is kept.
+func splitArgs[T ~int8 | ~uint8](b []T) []string {
+	raw := make([]byte, len(b))
+	for i, c := range b {
+		raw[i] = byte(c)
+	}
+	raw = bytes.TrimRight(raw, "\x00")
+	if len(raw) == 0 {
+		return nil
+	}
+	parts := bytes.Split(raw, []byte{0})
+	out := make([]string, len(parts))
+	for i, p := range parts {
+		out[i] = string(p)
+	}
+	return out
+}
