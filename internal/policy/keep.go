@@ -1,0 +1,179 @@
+package policy
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+)
+
+type keepBy uint8
+
+const (
+	keepIdentity keepBy = iota + 1
+	keepRoot
+	keepExe
+)
+
+// Keep is one explicit request to spare processes from a reap: one process
+// by identity, a whole lineage by its root, or every member that ran an
+// executable. A Keep is a predicate over members ([Keep.Spares]); it can take
+// a process out of the victims, never add one. The zero Keep spares nothing.
+//
+// Build one with [ParseKeep], [KeepIdentity], [KeepRoot] or [KeepExe]. Its
+// text form, which [ParseKeep] and [Keep.UnmarshalText] read and
+// [Keep.String] writes, is one of:
+//
+//	PID@START         the process with that identity
+//	root:PID@START    every member of that root's lineage, the root included
+//	exe:PATH          every member whose last exec ran PATH
+type Keep struct {
+	by  keepBy
+	id  lineage.Identity
+	exe string
+}
+
+// KeepIdentity spares the one process id. It fails, wrapping [ErrInvalid],
+// when id could never be a member.
+func KeepIdentity(id lineage.Identity) (Keep, error) {
+	if err := id.Validate(); err != nil {
+		return Keep{}, fmt.Errorf("%w keep rule: %w", ErrInvalid, err)
+	}
+	return Keep{by: keepIdentity, id: id}, nil
+}
+
+// KeepRoot spares root and every member of its lineage. It fails, wrapping
+// [ErrInvalid], when root could never be a member.
+func KeepRoot(root lineage.Identity) (Keep, error) {
+	if err := root.Validate(); err != nil {
+		return Keep{}, fmt.Errorf("%w keep rule: %w", ErrInvalid, err)
+	}
+	return Keep{by: keepRoot, id: root}, nil
+}
+
+// KeepExe spares every member whose last exec ran exe (as for
+// `lineage run --keep-exe PATH`). exe must be absolute and clean, since it
+// is compared as a string with the filename the backend recorded at exec
+// (cleaned lexically): nothing is resolved here. That filename is the path
+// given to execve, so a program run through a symlink is recorded under the
+// symlink's path; callers that want both may add a rule for the target too.
+// Members that never exec'd, or exec'd a relative path, match no exe rule.
+// Errors wrap [ErrInvalid].
+func KeepExe(exe string) (Keep, error) {
+	switch {
+	case exe == "":
+		return Keep{}, fmt.Errorf("%w keep rule: empty executable path", ErrInvalid)
+	case !path.IsAbs(exe):
+		return Keep{}, fmt.Errorf("%w keep rule: executable path %q is not absolute", ErrInvalid, exe)
+	case path.Clean(exe) != exe:
+		return Keep{}, fmt.Errorf("%w keep rule: executable path %q is not clean (want %q)", ErrInvalid, exe, path.Clean(exe))
+	}
+	return Keep{by: keepExe, exe: exe}, nil
+}
+
+// ParseKeep reads a keep rule in the text form described at [Keep]. Errors
+// wrap [ErrInvalid] (and [lineage.ErrInvalidIdentity] for a bad identity).
+func ParseKeep(s string) (Keep, error) {
+	switch {
+	case strings.HasPrefix(s, "exe:"):
+		k, err := KeepExe(strings.TrimPrefix(s, "exe:"))
+		if err != nil {
+			return Keep{}, fmt.Errorf("parse %q: %w", s, err)
+		}
+		return k, nil
+	case strings.HasPrefix(s, "root:"):
+		id, err := lineage.ParseIdentity(strings.TrimPrefix(s, "root:"))
+		if err != nil {
+			return Keep{}, fmt.Errorf("parse %q: %w keep rule: %w", s, ErrInvalid, err)
+		}
+		return KeepRoot(id)
+	case strings.Contains(s, "@"):
+		id, err := lineage.ParseIdentity(s)
+		if err != nil {
+			return Keep{}, fmt.Errorf("parse %q: %w keep rule: %w", s, ErrInvalid, err)
+		}
+		return KeepIdentity(id)
+	}
+	return Keep{}, fmt.Errorf("parse %q: %w keep rule: want PID@START, root:PID@START or exe:PATH", s, ErrInvalid)
+}
+
+// String returns the text form [ParseKeep] reads; "" for the zero Keep.
+func (k Keep) String() string {
+	switch k.by {
+	case keepIdentity:
+		return k.id.String()
+	case keepRoot:
+		return "root:" + k.id.String()
+	case keepExe:
+		return "exe:" + k.exe
+	}
+	return ""
+}
+
+// MarshalText writes the text form, so a Keep travels in JSON as a string.
+func (k Keep) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText reads the text form as [ParseKeep] does.
+func (k *Keep) UnmarshalText(b []byte) error {
+	parsed, err := ParseKeep(string(b))
+	if err != nil {
+		return err
+	}
+	*k = parsed
+	return nil
+}
+
+// Spares reports whether k spares m. It looks only at what the backend
+// recorded of m (identity, root, exec filename); it reads nothing.
+func (k Keep) Spares(m lineage.Member) bool {
+	switch k.by {
+	case keepIdentity:
+		return m.Identity == k.id
+	case keepRoot:
+		return m.Identity == k.id || m.Root == k.id
+	case keepExe:
+		return path.IsAbs(m.Filename) && path.Clean(m.Filename) == k.exe
+	}
+	return false
+}
+
+// KeepRules is a set of keep rules; a member is spared when any rule spares
+// it. A nil KeepRules spares nothing.
+type KeepRules []Keep
+
+// ParseKeeps reads each value as [ParseKeep] does (as from repeated --keep
+// flags) and fails on the first bad one.
+func ParseKeeps(values []string) (KeepRules, error) {
+	rules := make(KeepRules, 0, len(values))
+	for _, v := range values {
+		k, err := ParseKeep(v)
+		if err != nil {
+			return nil, err
+		}
+		rules = append(rules, k)
+	}
+	return rules, nil
+}
+
+// Spares returns the first rule that spares m, if any.
+func (r KeepRules) Spares(m lineage.Member) (Keep, bool) {
+	for _, k := range r {
+		if k.Spares(m) {
+			return k, true
+		}
+	}
+	return Keep{}, false
+}
+
+// KeepsRoot reports whether a root rule keeps root's whole lineage: the
+// Kept of [Input]. A rule for root's identity alone spares the root process
+// but not its lineage.
+func (r KeepRules) KeepsRoot(root lineage.Identity) bool {
+	for _, k := range r {
+		if k.by == keepRoot && k.id == root {
+			return true
+		}
+	}
+	return false
+}

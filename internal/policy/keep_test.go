@@ -1,0 +1,184 @@
+package policy
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+)
+
+func TestParseKeep(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    string // String of the rule; "" when parsing must fail
+		errPart string
+	}{
+		{"4242@1234", "4242@1234", ""},
+		{"root:4242@1234", "root:4242@1234", ""},
+		{"exe:/usr/bin/redis-server", "exe:/usr/bin/redis-server", ""},
+
+		{"", "", "want PID@START, root:PID@START or exe:PATH"},
+		{"4242", "", "want PID@START, root:PID@START or exe:PATH"},
+		{"redis-server", "", "want PID@START, root:PID@START or exe:PATH"},
+		{"pid:4242@1234", "", "bad pid"},
+		{"abc@1234", "", "bad pid"},
+		{"4242@", "", "bad start time"},
+		{"4242@0", "", "missing start time"},
+		{"1@1234", "", "pid 0 and 1 can never be tracked"},
+		{"root:", "", "want PID@START"},
+		{"root:1@5", "", "pid 0 and 1 can never be tracked"},
+		{"root:exe:/bin/sh", "", "want PID@START"},
+		{"exe:", "", "empty executable path"},
+		{"exe:redis-server", "", "not absolute"},
+		{"exe:./redis-server", "", "not absolute"},
+		{"exe:/usr/bin/../bin/redis-server", "", `not clean (want "/usr/bin/redis-server")`},
+		{"exe:/usr/bin//redis-server", "", "not clean"},
+		{"exe:/usr/bin/", "", "not clean"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			k, err := ParseKeep(tt.in)
+			if tt.want == "" {
+				if !errors.Is(err, ErrInvalid) {
+					t.Fatalf("ParseKeep(%q) error = %v, want ErrInvalid", tt.in, err)
+				}
+				if !strings.Contains(err.Error(), tt.errPart) || !strings.Contains(err.Error(), "keep rule") {
+					t.Errorf("ParseKeep(%q) error %q, want it to name the keep rule and say %q", tt.in, err, tt.errPart)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseKeep(%q): %v", tt.in, err)
+			}
+			if got := k.String(); got != tt.want {
+				t.Errorf("ParseKeep(%q).String() = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseKeepIdentityErrorIsBoth(t *testing.T) {
+	_, err := ParseKeep("root:x@1")
+	if !errors.Is(err, ErrInvalid) || !errors.Is(err, lineage.ErrInvalidIdentity) {
+		t.Errorf("error %v: want both ErrInvalid and lineage.ErrInvalidIdentity", err)
+	}
+}
+
+func TestParseKeeps(t *testing.T) {
+	rules, err := ParseKeeps([]string{"4242@1234", "exe:/bin/sleep"})
+	if err != nil || len(rules) != 2 {
+		t.Fatalf("ParseKeeps = %v, %v", rules, err)
+	}
+	if _, err := ParseKeeps([]string{"4242@1234", "exe:sleep"}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "exe:sleep") {
+		t.Errorf("ParseKeeps with a bad value: %v, want ErrInvalid naming it", err)
+	}
+}
+
+func TestKeepJSON(t *testing.T) {
+	in := KeepRules{mustKeep(t, "4242@1234"), mustKeep(t, "root:10@100"), mustKeep(t, "exe:/bin/sh")}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `["4242@1234","root:10@100","exe:/bin/sh"]`; string(b) != want {
+		t.Errorf("json %s, want %s", b, want)
+	}
+	var out KeepRules
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != len(in) {
+		t.Fatalf("round trip: %v", out)
+	}
+	for i := range in {
+		if out[i] != in[i] {
+			t.Errorf("round trip [%d] = %v, want %v", i, out[i], in[i])
+		}
+	}
+	if err := json.Unmarshal([]byte(`["exe:sh"]`), &out); !errors.Is(err, ErrInvalid) {
+		t.Errorf("unmarshal a bad rule: %v, want ErrInvalid", err)
+	}
+}
+
+func TestKeepSpares(t *testing.T) {
+	root := lineage.Identity{PID: 10, StartTicks: 100}
+	member := func(pid uint32, start uint64, filename string) lineage.Member {
+		return lineage.Member{Identity: lineage.Identity{PID: pid, StartTicks: start}, Root: root, Filename: filename}
+	}
+	tests := []struct {
+		name string
+		rule Keep
+		m    lineage.Member
+		want bool
+	}{
+		{"identity: same", mustKeep(t, "20@200"), member(20, 200, ""), true},
+		{"identity: reused pid", mustKeep(t, "20@200"), member(20, 201, ""), false},
+		{"identity: another", mustKeep(t, "20@200"), member(21, 200, ""), false},
+		{"identity: not its children", mustKeep(t, "10@100"), member(20, 200, ""), false},
+		{"identity: the root process", mustKeep(t, "10@100"), lineage.Member{Identity: root, Root: root}, true},
+		{"root: the root", mustKeep(t, "root:10@100"), lineage.Member{Identity: root}, true},
+		{"root: a member", mustKeep(t, "root:10@100"), member(20, 200, ""), true},
+		{"root: a member of another root", mustKeep(t, "root:11@100"), member(20, 200, ""), false},
+		{"root: same pid, other start", mustKeep(t, "root:10@101"), member(20, 200, ""), false},
+		{"exe: exact", mustKeep(t, "exe:/usr/bin/redis-server"), member(20, 200, "/usr/bin/redis-server"), true},
+		{"exe: doubled slash", mustKeep(t, "exe:/usr/bin/redis-server"), member(20, 200, "/usr/bin//redis-server"), true},
+		{"exe: other program", mustKeep(t, "exe:/usr/bin/redis-server"), member(20, 200, "/usr/bin/redis-cli"), false},
+		{"exe: prefix only", mustKeep(t, "exe:/usr/bin/redis"), member(20, 200, "/usr/bin/redis-server"), false},
+		{"exe: relative filename", mustKeep(t, "exe:/usr/bin/redis-server"), member(20, 200, "redis-server"), false},
+		{"exe: never exec'd", mustKeep(t, "exe:/usr/bin/redis-server"), member(20, 200, ""), false},
+		{"exe: symlink path is not resolved", mustKeep(t, "exe:/usr/bin/python3.11"), member(20, 200, "/usr/bin/python3"), false},
+		{"zero rule", Keep{}, member(20, 200, ""), false},
+		{"zero rule, zero member", Keep{}, lineage.Member{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.rule.Spares(tt.m); got != tt.want {
+				t.Errorf("%q.Spares(%+v) = %v, want %v", tt.rule, tt.m, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestKeepRules(t *testing.T) {
+	root := lineage.Identity{PID: 10, StartTicks: 100}
+	rules := KeepRules{mustKeep(t, "exe:/bin/sh"), mustKeep(t, "10@100"), mustKeep(t, "root:11@100")}
+	if rules.KeepsRoot(root) {
+		t.Error("an identity rule for the root must not keep its whole lineage")
+	}
+	if !rules.KeepsRoot(lineage.Identity{PID: 11, StartTicks: 100}) {
+		t.Error("a root rule must keep its root")
+	}
+	if KeepRules(nil).KeepsRoot(root) {
+		t.Error("no rules keep nothing")
+	}
+	k, ok := rules.Spares(lineage.Member{Identity: lineage.Identity{PID: 12, StartTicks: 5}, Root: root, Filename: "/bin/sh"})
+	if !ok || k.String() != "exe:/bin/sh" {
+		t.Errorf("Spares = %v, %v; want exe:/bin/sh", k, ok)
+	}
+	if _, ok := KeepRules(nil).Spares(lineage.Member{Identity: root}); ok {
+		t.Error("no rules spare nothing")
+	}
+}
+
+func TestKeepConstructors(t *testing.T) {
+	if _, err := KeepIdentity(lineage.Identity{PID: 1, StartTicks: 5}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("KeepIdentity(pid 1) = %v, want ErrInvalid", err)
+	}
+	if _, err := KeepRoot(lineage.Identity{PID: 5}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("KeepRoot(no start) = %v, want ErrInvalid", err)
+	}
+	if k, err := KeepExe("/bin/sh"); err != nil || k.String() != "exe:/bin/sh" {
+		t.Errorf("KeepExe(/bin/sh) = %v, %v", k, err)
+	}
+}
+
+func mustKeep(tb testing.TB, s string) Keep {
+	tb.Helper()
+	k, err := ParseKeep(s)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return k
+}

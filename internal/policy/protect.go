@@ -1,0 +1,84 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+)
+
+// Caller is what the protected set must know of the process that would send
+// the signals: lineage itself.
+type Caller struct {
+	// PID is lineage's own pid (os.Getpid).
+	PID int
+	// PGID is lineage's process group (syscall.Getpgrp). A `lineage run` job
+	// must therefore run in a process group of its own.
+	PGID int
+	// Ancestors are the pids of lineage's ancestors by parent pid, nearest
+	// first, up to init: the CI runner or agent host that started it.
+	Ancestors []int
+}
+
+// Validate returns an error wrapping [ErrInvalid] when c lacks a fact the
+// protected set needs.
+func (c Caller) Validate() error {
+	switch {
+	case c.PID <= 0:
+		return fmt.Errorf("%w caller: pid %d", ErrInvalid, c.PID)
+	case c.PGID <= 0:
+		return fmt.Errorf("%w caller: process group %d", ErrInvalid, c.PGID)
+	}
+	return nil
+}
+
+// Candidate is a process the reaper might signal: the member as the backend
+// recorded it, and its /proc/PID/stat as read just now.
+type Candidate struct {
+	Member lineage.Member
+	Stat   lineage.Stat
+}
+
+// Protect reports whether c must never be signalled while reaping root's
+// lineage on behalf of caller, and why. It protects, in this order:
+//
+//   - pid 0 and 1;
+//   - lineage itself and its ancestors;
+//   - anything that is not a member of root's lineage;
+//   - a member whose stat is missing or is for another pid;
+//   - a member whose live start time differs from its recorded one (the pid
+//     was reused by a stranger);
+//   - kernel threads;
+//   - anything in lineage's own process group.
+//
+// Protect only ever protects: when in doubt (a zero member, a missing stat)
+// the answer is protected. The reaper checks the identity again at the
+// signal, through a pidfd.
+func Protect(caller Caller, root lineage.Identity, c Candidate) (reason string, protected bool) {
+	m, st := c.Member, c.Stat
+	pid := int(m.PID)
+	switch {
+	case pid <= 1:
+		return fmt.Sprintf("pid %d: pid 0 and 1 are never signalled", pid), true
+	case pid == caller.PID:
+		return fmt.Sprintf("pid %d is lineage itself", pid), true
+	case slices.Contains(caller.Ancestors, pid):
+		return fmt.Sprintf("pid %d is an ancestor of lineage", pid), true
+	case m.StartTicks == 0:
+		return fmt.Sprintf("pid %d: not a member (no recorded start time)", pid), true
+	case m.Identity != root && m.Root != root:
+		return fmt.Sprintf("%s is not a member of root %s", m.Identity, root), true
+	case st.PID != m.PID:
+		if st.PID == 0 {
+			return fmt.Sprintf("%s: no /proc stat was read", m.Identity), true
+		}
+		return fmt.Sprintf("%s: /proc stat is for pid %d", m.Identity, st.PID), true
+	case st.StartTicks != m.StartTicks:
+		return fmt.Sprintf("identity mismatch: pid %d started at %d, the member at %d (pid reused)", pid, st.StartTicks, m.StartTicks), true
+	case st.Kernel:
+		return fmt.Sprintf("%s is a kernel thread", m.Identity), true
+	case st.PGRP == caller.PGID:
+		return fmt.Sprintf("%s is in lineage's own process group %d", m.Identity, st.PGRP), true
+	}
+	return "", false
+}

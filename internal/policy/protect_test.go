@@ -1,0 +1,85 @@
+package policy
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+)
+
+var (
+	testCaller = Caller{PID: 1000, PGID: 990, Ancestors: []int{999, 500, 1}}
+	testRoot   = lineage.Identity{PID: 2000, StartTicks: 100}
+)
+
+// cand returns a live member of testRoot whose /proc stat agrees with it.
+func cand(pid uint32, start uint64) Candidate {
+	id := lineage.Identity{PID: pid, StartTicks: start}
+	return Candidate{
+		Member: lineage.Member{Identity: id, Parent: testRoot, Root: testRoot},
+		Stat:   lineage.Stat{Identity: id, PPID: 1, PGRP: int(testRoot.PID), Session: int(testRoot.PID), State: "S"},
+	}
+}
+
+func TestProtect(t *testing.T) {
+	tests := []struct {
+		name   string
+		c      Candidate
+		want   bool
+		reason string
+	}{
+		{"a member", cand(2001, 150), false, ""},
+		{"the root itself", func() Candidate {
+			c := cand(testRoot.PID, testRoot.StartTicks)
+			c.Member.Root, c.Member.Parent = lineage.Identity{}, lineage.Identity{}
+			return c
+		}(), false, ""},
+		{"a stopped member", func() Candidate { c := cand(2001, 150); c.Stat.State = "T"; return c }(), false, ""},
+		{"a zombie member", func() Candidate { c := cand(2001, 150); c.Stat.State = "Z"; return c }(), false, ""},
+
+		{"pid 1", cand(1, 1), true, "pid 1: pid 0 and 1 are never signalled"},
+		{"pid 0", cand(0, 0), true, "pid 0: pid 0 and 1 are never signalled"},
+		{"lineage itself", cand(1000, 150), true, "pid 1000 is lineage itself"},
+		{"lineage's parent", cand(999, 150), true, "pid 999 is an ancestor of lineage"},
+		{"lineage's grandparent", cand(500, 150), true, "pid 500 is an ancestor of lineage"},
+		{"no member", Candidate{Stat: cand(2001, 150).Stat}, true, "pid 0: pid 0 and 1"},
+		{"a member without start time", func() Candidate { c := cand(2001, 150); c.Member.StartTicks = 0; return c }(), true, "not a member (no recorded start time)"},
+		{"a member of another root", func() Candidate {
+			c := cand(2001, 150)
+			c.Member.Root = lineage.Identity{PID: 3000, StartTicks: 100}
+			return c
+		}(), true, "2001@150 is not a member of root 2000@100"},
+		{"no root recorded", func() Candidate { c := cand(2001, 150); c.Member.Root = lineage.Identity{}; return c }(), true, "not a member of root"},
+		{"no stat", func() Candidate { c := cand(2001, 150); c.Stat = lineage.Stat{}; return c }(), true, "2001@150: no /proc stat was read"},
+		{"stat of another pid", func() Candidate { c := cand(2001, 150); c.Stat.PID = 2002; return c }(), true, "/proc stat is for pid 2002"},
+		{"identity mismatch: pid reused", func() Candidate { c := cand(2001, 150); c.Stat.StartTicks = 900; return c }(), true,
+			"identity mismatch: pid 2001 started at 900, the member at 150 (pid reused)"},
+		{"identity mismatch: stat older", func() Candidate { c := cand(2001, 150); c.Stat.StartTicks = 149; return c }(), true, "identity mismatch"},
+		{"kernel thread", func() Candidate { c := cand(2001, 150); c.Stat.Kernel = true; return c }(), true, "2001@150 is a kernel thread"},
+		{"lineage's process group", func() Candidate { c := cand(2001, 150); c.Stat.PGRP = 990; return c }(), true, "in lineage's own process group 990"},
+		{"lineage's session is not protected", func() Candidate { c := cand(2001, 150); c.Stat.Session = 990; return c }(), false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reason, got := Protect(testCaller, testRoot, tt.c)
+			if got != tt.want {
+				t.Fatalf("Protect = %v (%q), want %v", got, reason, tt.want)
+			}
+			if !strings.Contains(reason, tt.reason) || (tt.want && reason == "") || (!tt.want && reason != "") {
+				t.Errorf("Protect reason %q, want %q", reason, tt.reason)
+			}
+		})
+	}
+}
+
+func TestCallerValidate(t *testing.T) {
+	for _, c := range []Caller{{}, {PID: 5}, {PGID: 5}, {PID: -1, PGID: 5}} {
+		if err := c.Validate(); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%+v.Validate() = %v, want ErrInvalid", c, err)
+		}
+	}
+	if err := (Caller{PID: 1, PGID: 1}).Validate(); err != nil {
+		t.Errorf("lineage as pid 1 of a container: %v", err)
+	}
+}
