@@ -7,6 +7,8 @@
 // [os.Getenv] to [KillSwitchFromEnv]), and sends no signals; it imports only
 // lineage's domain types and the standard library. Its decisions are
 // therefore table-tested, and the same inputs always give the same answer.
+// Nothing is shared between calls, so every function is safe for
+// concurrent use by multiple goroutines.
 //
 // The parts, in the order a caller uses them:
 //
