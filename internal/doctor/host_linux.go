@@ -1,0 +1,83 @@
+package doctor
+
+import (
+	"fmt"
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lineage-dev/lineage/internal/loader"
+)
+
+// Host returns the real machine: the root file system, uname(2),
+// capget(2), pidfd_open(2), prctl(2) and the BPF tracker itself. Its
+// OpenBPF attaches lineage's tracker machine-wide for a moment and closes it.
+func Host() System {
+	return System{
+		Root:          "/",
+		Release:       release,
+		Euid:          os.Geteuid,
+		EffectiveCaps: effectiveCaps,
+		PidfdOpen:     pidfdSelf,
+		Subreaper:     trySubreaper,
+		OpenBPF:       openBPF,
+	}
+}
+
+func release() (string, error) {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return "", fmt.Errorf("uname: %w", err)
+	}
+	return unix.ByteSliceToString(u.Release[:]), nil
+}
+
+func effectiveCaps() (uint64, error) {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return 0, fmt.Errorf("capget: %w", err)
+	}
+	return uint64(data[0].Effective) | uint64(data[1].Effective)<<32, nil
+}
+
+func pidfdSelf() error {
+	fd, err := unix.PidfdOpen(os.Getpid(), 0)
+	if err != nil {
+		return fmt.Errorf("pidfd_open: %w", err)
+	}
+	return unix.Close(fd)
+}
+
+// trySubreaper reports whether this process may become a child subreaper.
+// If it already is one, the answer is yes and nothing changes; otherwise it
+// sets the attribute and clears it again at once. An orphan that happens to
+// reparent in that moment becomes this process's child.
+func trySubreaper() error {
+	var was int32
+	if err := unix.Prctl(unix.PR_GET_CHILD_SUBREAPER, uintptr(unsafe.Pointer(&was)), 0, 0, 0); err != nil {
+		return fmt.Errorf("get child subreaper: %w", err)
+	}
+	if was != 0 {
+		return nil
+	}
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("set child subreaper: %w", err)
+	}
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("clear child subreaper: %w", err)
+	}
+	return nil
+}
+
+func openBPF() error {
+	b, err := loader.OpenBPF(nil)
+	if err != nil {
+		return err
+	}
+	if err := b.Close(); err != nil {
+		return fmt.Errorf("close bpf tracker: %w", err)
+	}
+	return nil
+}
