@@ -347,7 +347,7 @@ func (r *run) checkPIDNamespace() Check {
 		return c
 	}
 	c.Status = Fail
-	c.Detail = fmt.Sprintf("lineage runs in a nested PID namespace (%s), where /proc doesn't show the global pids the BPF side sees", link)
+	c.Detail = fmt.Sprintf("lineage runs in a nested PID namespace (%s), so the pids it knows are not the global pids the BPF side sees", link)
 	if len(nspid) > 1 {
 		c.Detail += fmt.Sprintf(" (this process is pid %s here, %s outside)", nspid[len(nspid)-1], nspid[0])
 	}
