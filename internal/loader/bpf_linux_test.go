@@ -1,0 +1,637 @@
+package loader
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/testutil"
+)
+
+// openBPF loads the tracker for one test; it skips only when BPF can't load
+// here, and fails instead under LINEAGE_REQUIRE_BPF=1.
+func openBPF(tb testing.TB, opts *BPFOptions) *BPF {
+	tb.Helper()
+	b, err := OpenBPF(opts)
+	if err != nil && !errors.Is(err, ErrUnavailable) {
+		tb.Fatalf("open bpf: %v", err)
+	}
+	testutil.SkipWithoutBPF(tb, err)
+	tb.Cleanup(func() { b.Close() })
+	return b
+}
+
+// recorder collects the events of a backend into a tree.
+type recorder struct {
+	tree   *lineage.Tree
+	mu     sync.Mutex
+	events []lineage.Event
+	stop   func()
+}
+
+func record(tb testing.TB, b Backend) *recorder {
+	tb.Helper()
+	r := &recorder{tree: lineage.NewTree()}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- b.Run(ctx, func(ev lineage.Event) {
+			r.tree.Apply(ev)
+			r.mu.Lock()
+			r.events = append(r.events, ev)
+			r.mu.Unlock()
+		})
+	}()
+	var once sync.Once
+	r.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				tb.Errorf("run: %v", err)
+			}
+		})
+	}
+	tb.Cleanup(r.stop)
+	return r
+}
+
+func (r *recorder) snapshot() []lineage.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events)
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(tb testing.TB, what string, timeout time.Duration, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// job is a spawned root command, waited for in the background.
+type job struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// wait returns the command's exit error once it has ended.
+func (j *job) wait() error {
+	<-j.done
+	return j.err
+}
+
+// spawn starts a shell script as a root and waits for it in the background.
+func spawn(tb testing.TB, b Backend, script string, opts RootOptions) (lineage.Identity, *job) {
+	tb.Helper()
+	j := &job{cmd: exec.Command("sh", "-c", script), done: make(chan struct{})}
+	id, err := b.Spawn(j.cmd, opts)
+	if err != nil {
+		tb.Fatalf("spawn: %v", err)
+	}
+	go func() {
+		j.err = j.cmd.Wait()
+		close(j.done)
+	}()
+	tb.Cleanup(func() {
+		_ = j.cmd.Process.Kill()
+		<-j.done
+	})
+	return id, j
+}
+
+// killMembers kills every live member of root by identity: test cleanup.
+func killMembers(tb testing.TB, b Backend, root lineage.Identity) {
+	tb.Helper()
+	ms, err := b.Members(root)
+	if err != nil {
+		tb.Errorf("members: %v", err)
+		return
+	}
+	for _, m := range ms {
+		testutil.KillIdentity(int(m.PID), m.StartTicks)
+	}
+}
+
+// sleepers returns the live sleep(1) processes carrying mark.
+func sleepers(mark string) []testutil.Proc {
+	var out []testutil.Proc
+	for _, p := range testutil.Find(mark) {
+		if len(p.Argv) > 0 && p.Argv[0] == "sleep" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func memberSet(tb testing.TB, b Backend, root lineage.Identity) map[lineage.Identity]lineage.Member {
+	tb.Helper()
+	ms, err := b.Members(root)
+	if err != nil {
+		tb.Fatalf("members: %v", err)
+	}
+	out := make(map[lineage.Identity]lineage.Member, len(ms))
+	for _, m := range ms {
+		out[m.Identity] = m
+	}
+	return out
+}
+
+func TestSpawnedRootStartTicksMatchProc(t *testing.T) {
+	b := openBPF(t, nil)
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	rec := record(t, b)
+
+	id, j := spawn(t, b, "sleep "+testutil.Sleep(mark)+" & exec sleep "+testutil.Sleep(mark), RootOptions{})
+	t.Cleanup(func() { killMembers(t, b, id) })
+	if id.PID != uint32(j.cmd.Process.Pid) {
+		t.Fatalf("root pid %d, command pid %d", id.PID, j.cmd.Process.Pid)
+	}
+	waitFor(t, "two members", 5*time.Second, func() bool { return len(memberSet(t, b, id)) == 2 })
+
+	for mid := range memberSet(t, b, id) {
+		start, _, err := testutil.StartTicks(int(mid.PID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if start != mid.StartTicks {
+			t.Errorf("member %d: bpf start ticks %d, /proc/%d/stat field 22 says %d", mid.PID, mid.StartTicks, mid.PID, start)
+		}
+	}
+	// The events carry the same identities.
+	waitFor(t, "fork events", 5*time.Second, func() bool { return len(rec.tree.Lineage(id)) == 2 })
+	for _, m := range rec.tree.Lineage(id) {
+		start, _, err := testutil.StartTicks(int(m.PID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if start != m.StartTicks {
+			t.Errorf("event for %d: start %d, /proc says %d", m.PID, m.StartTicks, start)
+		}
+	}
+}
+
+func TestForkExecExitEvents(t *testing.T) {
+	b := openBPF(t, nil)
+	rec := record(t, b)
+
+	id, j := spawn(t, b, `/bin/echo one two >/dev/null; sh -c 'exit 7'; kill -TERM $$`, RootOptions{})
+	if err := j.wait(); err == nil {
+		t.Fatal("the job should have died of SIGTERM")
+	}
+	waitFor(t, "empty lineage", 5*time.Second, func() bool { return len(memberSet(t, b, id)) == 0 })
+	waitFor(t, "root exit event", 5*time.Second, func() bool {
+		m, ok := rec.tree.Get(id)
+		return ok && m.Exited
+	})
+
+	all := rec.tree.Lineage(id)
+	if len(all) != 3 {
+		t.Fatalf("lineage has %d processes, want 3 (sh, echo, sh): %+v", len(all), all)
+	}
+	root := all[0]
+	if root.Identity != id || !root.Exited {
+		t.Errorf("root %+v", root)
+	}
+	if sig, ok := root.Status.Signaled(); !ok || sig != syscall.SIGTERM {
+		t.Errorf("root status %v, want signal TERM", root.Status)
+	}
+	byFile := map[string]lineage.Member{}
+	for _, m := range all[1:] {
+		if m.Parent != id || m.Root != id {
+			t.Errorf("member %+v: want parent and root %v", m, id)
+		}
+		byFile[m.Filename] = m
+	}
+	echo, ok := byFile["/bin/echo"]
+	if !ok {
+		t.Fatalf("no exec of /bin/echo in %+v", all)
+	}
+	if want := []string{"/bin/echo", "one", "two"}; !slices.Equal(echo.Argv, want) {
+		t.Errorf("echo argv %q, want %q", echo.Argv, want)
+	}
+	if code, ok := echo.Status.Exited(); !ok || code != 0 {
+		t.Errorf("echo status %v", echo.Status)
+	}
+	var sh7 *lineage.Member
+	for _, m := range all[1:] {
+		if code, ok := m.Status.Exited(); ok && code == 7 {
+			sh7 = &m
+		}
+	}
+	if sh7 == nil {
+		t.Errorf("no member exited with status 7: %+v", all)
+	}
+}
+
+func TestLongArgvIsCutAndSaysSo(t *testing.T) {
+	b := openBPF(t, nil)
+	rec := record(t, b)
+	long := strings.Repeat("x", 400)
+	id, j := spawn(t, b, "/bin/true "+long, RootOptions{})
+	_ = j.wait()
+	waitFor(t, "exec event", 5*time.Second, func() bool {
+		for _, ev := range rec.snapshot() {
+			if ev.Kind == lineage.EventExec && ev.Process.PID != id.PID {
+				return true
+			}
+		}
+		return false
+	})
+	for _, ev := range rec.snapshot() {
+		if ev.Kind != lineage.EventExec || ev.Filename != "/bin/true" {
+			continue
+		}
+		if !ev.ArgvTruncated {
+			t.Errorf("argv of %d bytes not marked truncated", len(long))
+		}
+		if len(ev.Argv) != 2 || ev.Argv[0] != "/bin/true" || !strings.HasPrefix(long, ev.Argv[1]) {
+			t.Errorf("argv %q", ev.Argv)
+		}
+	}
+}
+
+func TestThreadsAreNotMembersButTheirForksAre(t *testing.T) {
+	b := openBPF(t, nil)
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+
+	helper := helperCmd("thread-fork", testutil.Sleep(mark))
+	out, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := b.Spawn(helper, RootOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { killMembers(t, b, id); _ = helper.Process.Kill(); _ = helper.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var child, tid int
+	if _, err := fmt.Sscanf(line, "child %d tid %d", &child, &tid); err != nil {
+		t.Fatalf("helper said %q: %v", line, err)
+	}
+	if tid == int(id.PID) {
+		t.Fatalf("the helper forked from its leader thread; the test needs another thread")
+	}
+	ms := memberSet(t, b, id)
+	if len(ms) != 2 {
+		t.Fatalf("members %v: want the helper and its child only (its threads are not processes)", ms)
+	}
+	for mid, m := range ms {
+		if mid.PID == uint32(child) && m.Parent != id {
+			t.Errorf("child's lineage parent %v, want the helper %v", m.Parent, id)
+		}
+	}
+}
+
+func TestLeaderExitsWhileAnotherThreadRuns(t *testing.T) {
+	b := openBPF(t, nil)
+	rec := record(t, b)
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+
+	helper := helperCmd("leader-exit", testutil.Sleep(mark))
+	out, err := helper.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := b.Spawn(helper, RootOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { killMembers(t, b, id) })
+	exited := make(chan error, 1)
+	go func() { exited <- helper.Wait() }()
+
+	// The leader thread is gone, yet the process is a member.
+	waitFor(t, "the leader thread to exit", 5*time.Second, func() bool {
+		_, state, err := testutil.StartTicks(int(id.PID))
+		return err == nil && state == "Z"
+	})
+	if _, ok := memberSet(t, b, id)[id]; !ok {
+		t.Fatal("the process left the lineage when its leader thread exited; its other thread still runs")
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var child int
+	if _, err := fmt.Sscanf(line, "child %d", &child); err != nil {
+		t.Fatalf("helper said %q", line)
+	}
+	var childID lineage.Identity
+	for mid := range memberSet(t, b, id) {
+		if mid.PID == uint32(child) {
+			childID = mid
+		}
+	}
+	if childID.IsZero() {
+		t.Fatal("a child forked by a non-leader thread is not a member")
+	}
+	err = <-exited
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("helper ended with %v, want exit 3", err)
+	}
+	waitFor(t, "exit event", 5*time.Second, func() bool {
+		m, ok := rec.tree.Get(id)
+		return ok && m.Exited
+	})
+	m, _ := rec.tree.Get(id)
+	if code, ok := m.Status.Exited(); !ok || code != 3 {
+		t.Errorf("exit status %v, want exit 3", m.Status)
+	}
+	if _, ok := memberSet(t, b, id)[id]; ok {
+		t.Error("the process is still a member after its whole thread group died")
+	}
+	testutil.KillIdentity(child, childID.StartTicks)
+}
+
+func TestFullMembershipMapIsCountedNotSilent(t *testing.T) {
+	b := openBPF(t, &BPFOptions{MaxMembers: 4})
+	rec := record(t, b)
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+
+	var script strings.Builder
+	for range 8 {
+		fmt.Fprintf(&script, "sleep %s & ", testutil.Sleep(mark))
+	}
+	script.WriteString("wait")
+	id, _ := spawn(t, b, script.String(), RootOptions{})
+	t.Cleanup(func() {
+		killMembers(t, b, id)
+		for _, p := range testutil.Find(mark) {
+			testutil.KillIdentity(p.PID, p.StartTicks) // the ones that escaped
+		}
+	})
+	waitFor(t, "eight sleepers", 5*time.Second, func() bool { return len(sleepers(mark)) == 8 })
+	st, err := b.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.MembersFull == 0 {
+		t.Fatalf("stats %+v: a full map must be counted", st)
+	}
+	if n := len(memberSet(t, b, id)); n > 4 {
+		t.Errorf("%d members in a map of 4", n)
+	}
+	waitFor(t, "untracked events", 5*time.Second, func() bool {
+		n := 0
+		for _, ev := range rec.snapshot() {
+			if ev.Untracked {
+				n++
+			}
+		}
+		return uint64(n) == st.MembersFull
+	})
+}
+
+func TestRingBufferLossIsCountedAndMembershipStaysExact(t *testing.T) {
+	b := openBPF(t, &BPFOptions{RingBytes: uint32(os.Getpagesize())})
+	// No reader runs: the ring fills up.
+	id, j := spawn(t, b, "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do /bin/true; done", RootOptions{})
+	if err := j.wait(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.EventsLost == 0 {
+		t.Fatalf("stats %+v: a full ring buffer must count lost events", st)
+	}
+	if st.Forks != 21 || st.Exits != 21 {
+		t.Errorf("stats %+v: want 21 forks and exits in the kernel's own count", st)
+	}
+	if ms := memberSet(t, b, id); len(ms) != 0 {
+		t.Errorf("members %v after the job ended", ms)
+	}
+}
+
+func TestContainKillsNewChildrenAtBirth(t *testing.T) {
+	b := openBPF(t, nil)
+	if !b.KernelContainment() {
+		t.Skip("kernel lacks bpf_task_from_pid/bpf_send_signal_task (6.13+)")
+	}
+	rec := record(t, b)
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+
+	// A job that keeps forking.
+	id, _ := spawn(t, b, fmt.Sprintf("while :; do sleep %s & sleep 0.01; done", testutil.Sleep(mark)), RootOptions{})
+	t.Cleanup(func() { killMembers(t, b, id) })
+	waitFor(t, "a few sleepers", 5*time.Second, func() bool { return len(sleepers(mark)) >= 3 })
+
+	how, err := b.Contain(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if how != ContainKernel {
+		t.Fatalf("containment %q, want %q", how, ContainKernel)
+	}
+	waitFor(t, "contained forks", 5*time.Second, func() bool {
+		st, _ := b.Stats()
+		return st.Contained >= 3
+	})
+	// Every member the map holds now without the contained mark was born
+	// before Contain; whatever else lives later was born after and escaped.
+	before := map[uint32]bool{}
+	for mid, m := range memberSet(t, b, id) {
+		if !m.Contained {
+			before[mid.PID] = true
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	for _, p := range testutil.Find(mark) {
+		if !before[uint32(p.PID)] {
+			t.Errorf("process %d %q was born after containment and lives", p.PID, p.Argv)
+		}
+	}
+	waitFor(t, "contained fork events", 5*time.Second, func() bool {
+		for _, ev := range rec.snapshot() {
+			if ev.Contained {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func TestLineageDiesWithItsSupervisor(t *testing.T) {
+	// Load once here to decide skip/fail the same way as the other tests.
+	openBPF(t, nil).Close()
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	bystander := exec.Command("sleep", testutil.Sleep(mark))
+	if err := bystander.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bystander.Process.Kill(); _ = bystander.Wait() })
+	byStart, _, _ := testutil.StartTicks(bystander.Process.Pid)
+
+	sup := helperCmd("supervisor", testutil.Sleep(mark))
+	out, err := sup.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sup.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sup.Process.Kill(); _ = sup.Wait() })
+	var members []lineage.Identity
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		line := sc.Text()
+		var pid uint32
+		var start uint64
+		if n, _ := fmt.Sscanf(line, "member %d %d", &pid, &start); n == 2 {
+			members = append(members, lineage.Identity{PID: pid, StartTicks: start})
+			continue
+		}
+		if line == "ready" {
+			break
+		}
+		t.Fatalf("supervisor said %q", line)
+	}
+	if len(members) != 3 {
+		t.Fatalf("members %v, want the three sleepers", members)
+	}
+	// A CI runner's hard cancel: SIGKILL, no chance to clean up.
+	if err := sup.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = sup.Wait()
+	for _, m := range members {
+		if !testutil.WaitGone(int(m.PID), m.StartTicks, 5*time.Second) {
+			t.Errorf("member %v survived its supervisor's death", m)
+		}
+	}
+	if !testutil.Alive(bystander.Process.Pid, byStart) {
+		t.Error("the bystander was killed")
+	}
+}
+
+func TestRegisterAdoptsExistingDescendants(t *testing.T) {
+	b := openBPF(t, nil)
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	s := testutil.Sleep(mark)
+
+	// A tree that exists before lineage hears of it.
+	cmd := exec.Command("sh", "-c", fmt.Sprintf("sh -c 'sleep %[1]s & wait' & sleep %[1]s & read x; sleep %[1]s & read y", s))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitFor(t, "the tree", 5*time.Second, func() bool { return len(sleepers(mark)) == 2 })
+	start, _, _ := testutil.StartTicks(cmd.Process.Pid)
+	root := lineage.Identity{PID: uint32(cmd.Process.Pid), StartTicks: start}
+
+	if err := b.Register(root, RootOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { killMembers(t, b, root) })
+	ms := memberSet(t, b, root)
+	// root, the inner sh, and two sleepers
+	if len(ms) != 4 {
+		t.Fatalf("members %v, want 4", ms)
+	}
+	for _, p := range testutil.Find(mark) {
+		if _, ok := ms[lineage.Identity{PID: uint32(p.PID), StartTicks: p.StartTicks}]; !ok {
+			t.Errorf("descendant %d %q not adopted", p.PID, p.Argv)
+		}
+	}
+	if err := b.Register(root, RootOptions{}); !errors.Is(err, ErrAlreadyTracked) {
+		t.Errorf("registering twice: %v, want ErrAlreadyTracked", err)
+	}
+	// From now on the kernel catches new forks.
+	if _, err := fmt.Fprintln(stdin, "go"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a third sleeper", 5*time.Second, func() bool { return len(sleepers(mark)) == 3 })
+	ms = memberSet(t, b, root)
+	for _, p := range testutil.Find(mark) {
+		if _, ok := ms[lineage.Identity{PID: uint32(p.PID), StartTicks: p.StartTicks}]; !ok {
+			t.Errorf("process %d %q forked after register is not a member", p.PID, p.Argv)
+		}
+	}
+}
+
+func TestRegisterRefusesBadInputAndChangesNothing(t *testing.T) {
+	b := openBPF(t, nil)
+	self, _, _ := testutil.StartTicks(os.Getpid())
+	cases := []struct {
+		name string
+		id   lineage.Identity
+		want error
+	}{
+		{"pid 0", lineage.Identity{PID: 0, StartTicks: 1}, lineage.ErrInvalidIdentity},
+		{"pid 1", lineage.Identity{PID: 1, StartTicks: 1}, lineage.ErrInvalidIdentity},
+		{"no start time", lineage.Identity{PID: uint32(os.Getpid())}, lineage.ErrInvalidIdentity},
+		{"no such pid", lineage.Identity{PID: 1 << 30, StartTicks: 5}, lineage.ErrNoProcess},
+		{"wrong start time", lineage.Identity{PID: uint32(os.Getpid()), StartTicks: self + 1}, lineage.ErrIdentityMismatch},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := b.Register(c.id, RootOptions{})
+			if !errors.Is(err, c.want) {
+				t.Fatalf("register %v: %v, want %v", c.id, err, c.want)
+			}
+			if ms, _ := b.Members(c.id); len(ms) != 0 {
+				t.Errorf("members after a refused register: %v", ms)
+			}
+			if _, err := b.Contain(c.id); !errors.Is(err, ErrNotRoot) {
+				t.Errorf("contain after a refused register: %v, want ErrNotRoot", err)
+			}
+		})
+	}
+}
+
+func TestUnrelatedProcessesAreNotMembers(t *testing.T) {
+	b := openBPF(t, nil)
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	id, _ := spawn(t, b, "sleep "+testutil.Sleep(mark), RootOptions{})
+	t.Cleanup(func() { killMembers(t, b, id) })
+
+	// Started by the test (not a member) beside the job.
+	other := exec.Command("sleep", testutil.Sleep(mark))
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
+	waitFor(t, "both sleepers", 5*time.Second, func() bool { return len(sleepers(mark)) == 2 })
+	for mid := range memberSet(t, b, id) {
+		if mid.PID == uint32(other.Process.Pid) {
+			t.Errorf("a process started beside the job is a member")
+		}
+	}
+	if n := len(memberSet(t, b, id)); n != 2 {
+		t.Errorf("%d members, want 2 (sh and its sleep)", n)
+	}
+}
