@@ -1,0 +1,104 @@
+//go:build linux
+
+package reap
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+)
+
+// pidfds is the default Signaler: a pin is a pidfd, and exits are awaited
+// through an epoll set of them (a pidfd becomes readable when its process
+// exits), so waiting costs O(exits), not O(members), per wakeup.
+type pidfds struct {
+	epfd   int
+	events []unix.EpollEvent
+}
+
+func newPidfds() (*pidfds, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("epoll: %w", err)
+	}
+	return &pidfds{epfd: epfd, events: make([]unix.EpollEvent, 1024)}, nil
+}
+
+func (p *pidfds) Open(pid int) (Pin, error) {
+	fd, err := unix.PidfdOpen(pid, 0) // pidfds are close-on-exec
+	switch {
+	case errors.Is(err, unix.ESRCH):
+		return 0, fmt.Errorf("pidfd_open %d: %w", pid, lineage.ErrNoProcess)
+	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOENT):
+		// A thread, not a thread-group leader (ENOENT since Linux 6.9).
+		return 0, fmt.Errorf("pidfd_open %d: %w (%w)", pid, ErrNotProcess, err)
+	case err != nil:
+		return 0, fmt.Errorf("pidfd_open %d: %w", pid, err)
+	}
+	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}
+	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+		unix.Close(fd)
+		return 0, fmt.Errorf("watch pidfd of %d: %w", pid, err)
+	}
+	return Pin(fd), nil
+}
+
+func (p *pidfds) Send(pin Pin, sig syscall.Signal) error {
+	err := unix.PidfdSendSignal(int(pin), sig, nil, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("pidfd_send_signal: %w", lineage.ErrNoProcess)
+	}
+	if err != nil {
+		return fmt.Errorf("pidfd_send_signal: %w", err)
+	}
+	return nil
+}
+
+func (p *pidfds) Wait(timeout time.Duration) ([]Pin, error) {
+	ms := int((timeout + time.Millisecond - 1) / time.Millisecond)
+	n, err := unix.EpollWait(p.epfd, p.events, ms)
+	if errors.Is(err, unix.EINTR) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("epoll_wait: %w", err)
+	}
+	pins := make([]Pin, n)
+	for i, ev := range p.events[:n] {
+		pins[i] = Pin(ev.Fd)
+		// Readable for good: stop watching, so it is reported once.
+		_ = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, int(ev.Fd), nil)
+	}
+	return pins, nil
+}
+
+// Status asks the kernel for the exit status (PIDFD_INFO_EXIT, Linux 6.15+).
+// It is known only once the process has been reaped by its parent.
+func (p *pidfds) Status(pin Pin) (lineage.ExitStatus, bool) {
+	info := unix.PidfdInfo{Mask: unix.PIDFD_INFO_EXIT}
+	if err := unix.IoctlPidfdInfo(int(pin), &info); err != nil || info.Mask&unix.PIDFD_INFO_EXIT == 0 {
+		return 0, false
+	}
+	return lineage.ExitStatus(info.Exit_code), true
+}
+
+// Release closes the pidfd, which also takes it out of the epoll set.
+func (p *pidfds) Release(pin Pin) { unix.Close(int(pin)) }
+
+func (p *pidfds) Close() error { return unix.Close(p.epfd) }
+
+// bootClock is CLOCK_BOOTTIME, the clock of start times in /proc.
+func bootClock() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		panic(fmt.Sprintf("clock_gettime(CLOCK_BOOTTIME): %v", err))
+	}
+	return time.Duration(ts.Nano())
+}
+
+func getpgrp() int { return unix.Getpgrp() }

@@ -1,0 +1,25 @@
+//go:build !linux
+
+package reap
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+type pidfds struct{ Signaler }
+
+func newPidfds() (*pidfds, error) {
+	return nil, fmt.Errorf("pidfds: %w", errors.ErrUnsupported)
+}
+
+func (p *pidfds) Close() error { return nil }
+
+var processStart = time.Now()
+
+func bootClock() time.Duration { return time.Since(processStart) }
+
+// getpgrp: there is no process group to protect where nothing can be
+// signalled; an injected Signaler is for tests.
+func getpgrp() int { return -1 }

@@ -1,0 +1,275 @@
+package reap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+	"time"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+)
+
+// DefaultGrace is how long members have to act on SIGTERM when
+// [Options.Grace] is zero.
+const DefaultGrace = 5 * time.Second
+
+// DefaultPoll is how often the Source is listed again while the reaper waits,
+// when [Options.Poll] is zero.
+const DefaultPoll = 20 * time.Millisecond
+
+// ContainStop names the reaper's own containment: stop the whole set with
+// SIGSTOP before signalling, and require two empty passes at the end. It is
+// used when [Options.Contain] is nil, fails, or returns this name.
+const ContainStop = "stop"
+
+var (
+	// ErrInvalidOptions is wrapped by errors about unusable [Options].
+	ErrInvalidOptions = errors.New("invalid reap options")
+	// ErrSurvivors is wrapped by the error [Reap] returns when members it
+	// meant to end are still alive; [Report.Survivors] names them.
+	ErrSurvivors = errors.New("members survived the reap")
+	// ErrNotProcess is wrapped by [Signaler.Open] when the pid names a
+	// thread rather than a process (thread-group leader).
+	ErrNotProcess = errors.New("not a process")
+)
+
+// Source tells the reaper which processes make up the lineage.
+type Source interface {
+	// Members returns the live members now, exactly: every process of the
+	// lineage alive at the call, the root included while it lives. It may
+	// list zombies. The reaper calls it from one goroutine, many times.
+	Members() ([]lineage.Member, error)
+}
+
+// SourceFunc adapts a function to [Source].
+type SourceFunc func() ([]lineage.Member, error)
+
+// Members calls f.
+func (f SourceFunc) Members() ([]lineage.Member, error) { return f() }
+
+// Options tune a reap. The zero value lingers not at all, gives members
+// [DefaultGrace] after SIGTERM, and contains the lineage by stopping it.
+type Options struct {
+	// Linger is how long to wait for members to exit on their own before
+	// anything is signalled. Members gone by then are reported as exited.
+	Linger time.Duration
+	// Grace is how long members have to exit after SIGTERM before they are
+	// killed; zero means DefaultGrace.
+	Grace time.Duration
+	// Poll is how often the Source is listed again while the reaper waits
+	// (exits wake it at once); zero means DefaultPoll.
+	Poll time.Duration
+
+	// Contain, if set, is called once after the linger and before the first
+	// signal, when something is left to signal. It keeps the lineage from
+	// growing (for instance by killing new children at birth in the kernel)
+	// and returns the containment's name ("kernel", "kernel-forker"), which
+	// the report carries. When Contain is nil, returns ContainStop or fails,
+	// the reaper contains the lineage itself by stopping it.
+	Contain func() (string, error)
+	// Keep, if set, is asked once about each member, after its identity
+	// has been checked and with its Argv filled from /proc when the Source
+	// had none. A member it keeps is never signalled and is reported as
+	// kept with the reason. Keep can only spare: nothing it says adds a
+	// victim. It does not spare a kept member's children, which are asked
+	// about separately.
+	Keep func(lineage.Member) (keep bool, reason string)
+	// Refuse, if set, is asked at every signal, after the reaper's own
+	// checks, with the member and its /proc/PID/stat as read just then;
+	// refusing means the member is never signalled again. It is for a
+	// second, independent protected set (the policy's).
+	Refuse func(lineage.Member, lineage.Stat) (reason string, refuse bool)
+	// Protect names more processes that are never signalled, besides the
+	// built-in protected set.
+	Protect []lineage.Identity
+
+	// ProcRoot is where /proc is mounted; "" means "/proc". It must show
+	// the reaper itself and its ancestors, which are protected.
+	ProcRoot string
+	// Signaler reaches processes; nil means pidfds. Tests of the reaper's
+	// logic inject their own. Reap uses it for one call and doesn't close it.
+	Signaler Signaler
+	// Now is the clock, as time since boot; nil means CLOCK_BOOTTIME. Ages
+	// are computed on it, so an injected clock yields arbitrary ages.
+	Now func() time.Duration
+}
+
+// Pin is a [Signaler]'s handle on one process.
+type Pin int
+
+// Signaler pins processes, signals them and waits for them to exit. The
+// reaper uses one from a single goroutine. The default uses pidfds.
+type Signaler interface {
+	// Open pins the process pid and watches it for exit: from here on the
+	// pin names that process and no other, even once its pid is reused. It
+	// wraps lineage.ErrNoProcess when no process has that pid and
+	// ErrNotProcess when pid is a thread.
+	Open(pid int) (Pin, error)
+	// Send sends sig to the pinned process; sig 0 only checks that it
+	// exists. It wraps lineage.ErrNoProcess when the process is gone (a
+	// zombie still accepts signals and ignores them).
+	Send(p Pin, sig syscall.Signal) error
+	// Wait returns the watched pins whose process has exited (zombies
+	// included), waiting up to timeout for one; 0 doesn't wait. Each pin
+	// is returned once and then no longer watched.
+	Wait(timeout time.Duration) ([]Pin, error)
+	// Status returns how the pinned process ended, when the kernel tells.
+	Status(p Pin) (lineage.ExitStatus, bool)
+	// Release frees p; it is not watched any more.
+	Release(p Pin)
+}
+
+// Result says how a member's story ended.
+type Result string
+
+const (
+	// Exited: it ended without a signal from the reaper (during the linger,
+	// before its turn came, or it was already a zombie).
+	Exited Result = "exited"
+	// Terminated: it ended after SIGTERM, before SIGKILL.
+	Terminated Result = "terminated"
+	// Killed: it ended after SIGKILL.
+	Killed Result = "killed"
+	// Kept: Options.Keep spared it; it was never signalled.
+	Kept Result = "kept"
+	// Vanished: it was gone when the reaper first looked (its pid was
+	// free, or named another process); nothing was sent.
+	Vanished Result = "vanished"
+	// Refused: it is protected (see the package documentation); nothing was
+	// sent to it after the refusal. Reason says why.
+	Refused Result = "refused"
+	// Survived: the reaper meant to end it and could not confirm that it
+	// did (no permission, the reap was cut short). Reason says why.
+	Survived Result = "survived"
+)
+
+// Outcome is what happened to one member.
+type Outcome struct {
+	Member lineage.Member `json:"member"`
+	// Argv is the member's command line: the Source's, or else read from
+	// /proc (and only kept when its identity was confirmed after reading).
+	Argv []string `json:"argv,omitempty"`
+	// Age is how long it lived: from its start to when its end was seen,
+	// or to the end of the reap for those still alive.
+	Age time.Duration `json:"age"`
+	// Signal is the signal that ended it: "", "TERM" or "KILL".
+	Signal string `json:"signal,omitempty"`
+	// Sent lists every signal sent to it, in order ("STOP", "TERM", "CONT",
+	// "KILL").
+	Sent   []string `json:"sent,omitempty"`
+	Result Result   `json:"result"`
+	Reason string   `json:"reason,omitempty"`
+	// Status is how it ended, when the kernel told (Linux 6.15+, and only
+	// once its parent has reaped it).
+	Status *lineage.ExitStatus `json:"status,omitempty"`
+}
+
+// Phases are how long each step of a reap took.
+type Phases struct {
+	Linger    time.Duration `json:"linger"`
+	Contain   time.Duration `json:"contain"`
+	Terminate time.Duration `json:"terminate"`
+	Kill      time.Duration `json:"kill"`
+}
+
+// Report is what a reap did. Every member the Source ever listed appears in
+// Outcomes exactly once, in the order it was first seen.
+type Report struct {
+	Outcomes []Outcome `json:"outcomes"`
+	// Containment is how the lineage was kept from growing: the name
+	// returned by Options.Contain, or ContainStop; "" when nothing was left
+	// to signal after the linger.
+	Containment string `json:"containment,omitempty"`
+	// Passes counts the kill passes: list, kill, wait for the deaths.
+	Passes int           `json:"passes"`
+	Took   time.Duration `json:"took"`
+	Phases Phases        `json:"phases"`
+	// Survivors are the members that ended as Survived. It must be empty.
+	Survivors []lineage.Identity `json:"survivors,omitempty"`
+	// Warnings say what went wrong without stopping the reap (a failed
+	// Options.Contain, say).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Count returns how many outcomes ended as res.
+func (r Report) Count(res Result) int {
+	n := 0
+	for _, o := range r.Outcomes {
+		if o.Result == res {
+			n++
+		}
+	}
+	return n
+}
+
+// Reap ends the lineage that src lists:
+//
+//  1. linger: wait up to Options.Linger for members to exit on their own;
+//  2. contain: Options.Contain, or stop the whole set with SIGSTOP, listing
+//     again and stopping newcomers until two passes in a row find none;
+//  3. terminate: SIGTERM every member not kept (and SIGCONT right after to a
+//     stopped one, so it can act on the TERM), then wait up to Grace for
+//     them, signalling newcomers as they appear;
+//  4. kill: SIGKILL what is left (stopped members too), list again and
+//     repeat until the Source lists no live member (with the stop
+//     containment: stop the set again before each kill, and require two
+//     empty passes), waiting for each death;
+//  5. report every member's outcome.
+//
+// Reap returns when the lineage is empty, or when ctx is done or the Source
+// fails; then it kills the members it already knows of without waiting for
+// them, and returns the report so far with an error. The error wraps
+// ErrSurvivors when members it meant to end are still alive. Reap may be
+// called from several goroutines at once; each call uses its own Options.
+func Reap(ctx context.Context, src Source, opts Options) (Report, error) {
+	if src == nil {
+		return Report{}, fmt.Errorf("%w: no source", ErrInvalidOptions)
+	}
+	switch {
+	case opts.Linger < 0:
+		return Report{}, fmt.Errorf("%w: negative linger %v", ErrInvalidOptions, opts.Linger)
+	case opts.Grace < 0:
+		return Report{}, fmt.Errorf("%w: negative grace %v", ErrInvalidOptions, opts.Grace)
+	case opts.Poll < 0:
+		return Report{}, fmt.Errorf("%w: negative poll interval %v", ErrInvalidOptions, opts.Poll)
+	}
+	if opts.Grace == 0 {
+		opts.Grace = DefaultGrace
+	}
+	if opts.Poll == 0 {
+		opts.Poll = DefaultPoll
+	}
+	if opts.ProcRoot == "" {
+		opts.ProcRoot = "/proc"
+	}
+	if opts.Now == nil {
+		opts.Now = bootClock
+	}
+	proc, err := lineage.OpenProcFS(opts.ProcRoot)
+	if err != nil {
+		return Report{}, fmt.Errorf("reap: %w", err)
+	}
+	g, err := newGuard(proc, opts.Protect)
+	if err != nil {
+		return Report{}, fmt.Errorf("reap: %w", err)
+	}
+	if opts.Signaler == nil {
+		p, err := newPidfds()
+		if err != nil {
+			return Report{}, fmt.Errorf("reap: %w", err)
+		}
+		defer p.Close()
+		opts.Signaler = p
+	}
+	r := &reaper{
+		src:   src,
+		opts:  opts,
+		proc:  proc,
+		guard: g,
+		sig:   opts.Signaler,
+		byID:  make(map[lineage.Identity]*victim),
+		byPin: make(map[Pin]*victim),
+	}
+	return r.run(ctx)
+}

@@ -1,0 +1,554 @@
+//go:build linux
+
+package reap
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+)
+
+// modes are the two ways a lineage is contained: a containment the caller
+// provides (here a name only: these lineages don't fork while reaped), and
+// the reaper's own stop containment.
+var modes = []struct {
+	name    string
+	contain func() (string, error)
+	// pre and post are the signals the mode sends around TERM to a member
+	// that is not stopped.
+	pre, post []string
+}{
+	{name: "given", contain: func() (string, error) { return "given", nil }},
+	{name: "stop", pre: []string{"STOP"}, post: []string{"CONT"}},
+}
+
+func sent(parts ...[]string) []string { return slices.Concat(parts...) }
+
+func reapJob(t *testing.T, j *job, opts Options) Report {
+	t.Helper()
+	if opts.Signaler == nil {
+		opts.Signaler = realSignaler(t)
+	}
+	if opts.Poll == 0 {
+		opts.Poll = 5 * time.Millisecond
+	}
+	rep, err := Reap(context.Background(), j, opts)
+	if err != nil {
+		logReport(t, rep)
+		t.Fatalf("Reap: %v", err)
+	}
+	return rep
+}
+
+func TestReapObeysTerm(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			l := newLab(t)
+			j := l.start("sleep 60 & sleep 60 & echo ready; wait")
+			rep := reapJob(t, j, Options{Grace: 10 * time.Second, Contain: mode.contain})
+			out := checkReport(t, j, rep)
+			if len(out) != 3 {
+				t.Errorf("%d outcomes, want 3 (sh and two sleeps)", len(out))
+			}
+			for id, o := range out {
+				if o.Result != Terminated || o.Signal != "TERM" {
+					t.Errorf("%s %q: %s by %q, want terminated by TERM", id, o.Argv, o.Result, o.Signal)
+				}
+				if want := sent(mode.pre, []string{"TERM"}, mode.post); !slices.Equal(o.Sent, want) {
+					t.Errorf("%s %q: sent %v, want %v", id, o.Argv, o.Sent, want)
+				}
+				if o.Status != nil {
+					if sig, ok := o.Status.Signaled(); !ok || sig != unix.SIGTERM {
+						t.Errorf("%s %q: status %v, want signal TERM", id, o.Argv, *o.Status)
+					}
+				}
+			}
+			if rep.Containment != mode.name {
+				t.Errorf("containment %q, want %q", rep.Containment, mode.name)
+			}
+			if rep.Took > 3*time.Second {
+				t.Errorf("took %v: members that obey TERM should not wait for the grace", rep.Took)
+			}
+		})
+	}
+}
+
+func TestReapIgnoresTerm(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			l := newLab(t)
+			// Ignored signals stay ignored across fork and exec.
+			j := l.start("trap '' TERM; sleep 60 & sleep 60 & echo ready; wait")
+			grace := 300 * time.Millisecond
+			rep := reapJob(t, j, Options{Grace: grace, Contain: mode.contain})
+			out := checkReport(t, j, rep)
+			if len(out) != 3 {
+				t.Errorf("%d outcomes, want 3", len(out))
+			}
+			for id, o := range out {
+				if o.Result != Killed || o.Signal != "KILL" {
+					t.Errorf("%s %q: %s by %q, want killed", id, o.Argv, o.Result, o.Signal)
+				}
+				if want := sent(mode.pre, []string{"TERM"}, mode.post, mode.pre, []string{"KILL"}); !slices.Equal(o.Sent, want) {
+					t.Errorf("%s %q: sent %v, want %v", id, o.Argv, o.Sent, want)
+				}
+			}
+			if rep.Took < grace {
+				t.Errorf("took %v, less than the grace %v", rep.Took, grace)
+			}
+			if rep.Phases.Kill > time.Second {
+				t.Errorf("kill phase took %v", rep.Phases.Kill)
+			}
+		})
+	}
+}
+
+// A member stopped by someone else gets SIGCONT right after SIGTERM, and
+// exits well before the grace ends.
+func TestReapStoppedMember(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			l := newLab(t)
+			j := l.start("sleep 60 & echo ready; wait")
+			sleeper := j.find("sleep", "60")
+			if len(sleeper) != 1 {
+				t.Fatalf("found %v", sleeper)
+			}
+			fd, err := unix.PidfdOpen(int(sleeper[0].PID), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(fd)
+			if err := unix.PidfdSendSignal(fd, unix.SIGSTOP, nil, 0); err != nil {
+				t.Fatal(err)
+			}
+			waitState(t, sleeper[0], "T")
+			rep := reapJob(t, j, Options{Grace: 20 * time.Second, Contain: mode.contain})
+			out := checkReport(t, j, rep)
+			o := out[sleeper[0]]
+			if o.Result != Terminated {
+				t.Errorf("stopped sleeper: %s, want terminated", o.Result)
+			}
+			if want := sent(mode.pre, []string{"TERM", "CONT"}); !slices.Equal(o.Sent, want) {
+				t.Errorf("stopped sleeper: sent %v, want %v", o.Sent, want)
+			}
+			if rep.Took > 5*time.Second {
+				t.Errorf("took %v: the stopped member should have acted on TERM", rep.Took)
+			}
+		})
+	}
+}
+
+func waitState(t *testing.T, id lineage.Identity, state string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		if st, ok := readStat(int(id.PID)); ok && st.id == id && st.state == state {
+			return
+		}
+	}
+	t.Fatalf("%s never reached state %s", id, state)
+}
+
+// A zombie member (its parent never waits) is dead already: it is reported
+// as exited and sent nothing.
+func TestReapZombie(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			l := newLab(t)
+			j := l.start("sleep 0.01 & echo ready; exec sleep 60")
+			var zombie lineage.Identity
+			for deadline := time.Now().Add(10 * time.Second); zombie.IsZero(); time.Sleep(2 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("no zombie appeared")
+				}
+				ms, _ := j.Members()
+				for _, m := range ms {
+					if st, ok := readStat(int(m.PID)); ok && st.id == m.Identity && st.state == "Z" {
+						zombie = m.Identity
+					}
+				}
+			}
+			rep := reapJob(t, j, Options{Grace: 10 * time.Second, Contain: mode.contain})
+			out := checkReport(t, j, rep)
+			if o := out[zombie]; o.Result != Exited || len(o.Sent) > 0 {
+				t.Errorf("zombie: %s, sent %v; want exited, nothing sent", o.Result, o.Sent)
+			}
+			if len(out) != 2 {
+				t.Errorf("%d outcomes, want 2", len(out))
+			}
+			for id, o := range out {
+				if id != zombie && o.Result != Terminated {
+					t.Errorf("%s %q: %s, want terminated", id, o.Argv, o.Result)
+				}
+			}
+		})
+	}
+}
+
+func TestReapLinger(t *testing.T) {
+	t.Run("all exit", func(t *testing.T) {
+		l := newLab(t)
+		j := l.start("sleep 0.3 & sleep 0.3 & echo ready; wait")
+		called := false
+		rep := reapJob(t, j, Options{Linger: 20 * time.Second, Contain: func() (string, error) { called = true; return "given", nil }})
+		out := checkReport(t, j, rep)
+		for id, o := range out {
+			if o.Result != Exited || len(o.Sent) > 0 {
+				t.Errorf("%s %q: %s, sent %v; want exited, nothing sent", id, o.Argv, o.Result, o.Sent)
+			}
+		}
+		if called || rep.Containment != "" {
+			t.Errorf("contained (%q) a lineage that was gone", rep.Containment)
+		}
+		if rep.Took > 5*time.Second {
+			t.Errorf("took %v: the linger should end when the lineage is empty", rep.Took)
+		}
+	})
+	t.Run("some exit", func(t *testing.T) {
+		l := newLab(t)
+		j := l.start("sleep 0.1 & sleep 60 & echo ready; wait")
+		linger := 600 * time.Millisecond
+		rep := reapJob(t, j, Options{Linger: linger, Grace: 10 * time.Second})
+		out := checkReport(t, j, rep)
+		results := make(map[string]Result)
+		for _, o := range out {
+			results[strings.Join(o.Argv, " ")] = o.Result
+		}
+		if results["sleep 0.1"] != Exited || results["sleep 60"] != Terminated {
+			t.Errorf("results %v; want sleep 0.1 exited and sleep 60 terminated", results)
+		}
+		if rep.Phases.Linger < linger {
+			t.Errorf("lingered %v, less than %v", rep.Phases.Linger, linger)
+		}
+	})
+}
+
+// Members that ignore TERM but exit on their own during the grace are not
+// killed: they ended after TERM, by exit.
+func TestReapExitDuringGrace(t *testing.T) {
+	l := newLab(t)
+	j := l.start("trap '' TERM; echo ready; sleep 0.5")
+	rep := reapJob(t, j, Options{Grace: 20 * time.Second, Contain: modes[0].contain})
+	out := checkReport(t, j, rep)
+	if len(out) != 2 {
+		t.Errorf("%d outcomes, want 2", len(out))
+	}
+	for id, o := range out {
+		if o.Result != Terminated || !slices.Equal(o.Sent, []string{"TERM"}) {
+			t.Errorf("%s %q: %s, sent %v; want terminated after TERM alone", id, o.Argv, o.Result, o.Sent)
+		}
+		if o.Status != nil {
+			if code, ok := o.Status.Exited(); !ok || code != 0 {
+				t.Errorf("%s %q: status %v, want exit 0", id, o.Argv, *o.Status)
+			}
+		}
+	}
+	if rep.Took > 5*time.Second {
+		t.Errorf("took %v", rep.Took)
+	}
+}
+
+// A member that forks while it is being terminated: its new children are
+// found, signalled and reported.
+func TestReapForkWhileTerminating(t *testing.T) {
+	l := newLab(t)
+	j := l.start(`trap 'sleep 60 & sleep 60 &' TERM; echo ready
+i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done`)
+	rep := reapJob(t, j, Options{Grace: time.Second})
+	out := checkReport(t, j, rep)
+	late := 0
+	for id, o := range out {
+		if slices.Equal(o.Argv, []string{"sleep", "60"}) {
+			late++
+			// Forked after the CONT that followed the TERM: not stopped.
+			if o.Result != Terminated || len(o.Sent) == 0 || o.Sent[0] != "TERM" {
+				t.Errorf("%s forked during the grace: %s, sent %v; want terminated, TERM first", id, o.Result, o.Sent)
+			}
+		}
+		if len(o.Argv) > 0 && o.Argv[0] == "sh" && o.Result != Killed {
+			t.Errorf("the forking shell %s: %s, want killed", id, o.Result)
+		}
+	}
+	if late != 2 {
+		t.Errorf("%d children forked on TERM were reported, want 2", late)
+		logReport(t, rep)
+	}
+}
+
+// A bounded fork storm, each child forking too, all ignoring TERM: reaped
+// completely, every member accounted for, the kill phase within a second.
+func TestReapForkStorm(t *testing.T) {
+	l := newLab(t)
+	j := l.start(`trap '' TERM
+storm() { if [ "$1" -gt 0 ]; then for k in 1 2 3 4; do storm $(($1 - 1)) & done; fi; exec sleep 60; }
+echo ready; storm 4`)
+	time.Sleep(100 * time.Millisecond) // let it get going
+	rep := reapJob(t, j, Options{Grace: 200 * time.Millisecond})
+	out := checkReport(t, j, rep)
+	t.Logf("%d members, %d killed, kill phase %v, took %v", len(out), rep.Count(Killed), rep.Phases.Kill, rep.Took)
+	if rep.Phases.Kill > time.Second {
+		t.Errorf("kill phase took %v, want under 1s", rep.Phases.Kill)
+	}
+	if len(out) < 10 {
+		t.Errorf("only %d members: the storm did not start", len(out))
+	}
+}
+
+// testingMany is the size of the big lineage.
+const testingMany = 5000
+
+func TestReapMany(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns 5,000 processes")
+	}
+	l := newLab(t)
+	start := time.Now()
+	j := l.start(manyScript(testingMany, false))
+	spawned := time.Since(start)
+	rep := reapJob(t, j, Options{Grace: 20 * time.Second, Contain: modes[0].contain})
+	out := checkReport(t, j, rep)
+	t.Logf("spawned %d in %v; reaped in %v (%.0f µs/member), %d listings, phases %+v",
+		len(out), spawned, rep.Took, float64(rep.Took.Microseconds())/float64(len(out)), j.listed, rep.Phases)
+	if len(out) != testingMany+1 {
+		t.Errorf("%d outcomes, want %d", len(out), testingMany+1)
+	}
+	if n := rep.Count(Terminated); n != len(out) {
+		t.Errorf("%d terminated of %d", n, len(out))
+	}
+}
+
+// manyScript starts n members blocked reading fd 3 (plain forks, no exec:
+// fast to start; they end when the test closes the pipe), then waits.
+func manyScript(n int, ignoreTerm bool) string {
+	s := "i=0; while [ $i -lt " + strconv.Itoa(n) + " ]; do { read x <&3; } & i=$((i+1)); done; echo ready; wait"
+	if ignoreTerm {
+		s = "trap '' TERM; " + s
+	}
+	return s
+}
+
+// A Source that wrongly lists protected processes: nothing is sent to them,
+// and each is refused in the report with a reason.
+func TestReapProtected(t *testing.T) {
+	l := newLab(t)
+	j := l.start("sleep 60 & echo ready; wait")
+	self := identityOf(t, os.Getpid())
+	parent := identityOf(t, os.Getppid())
+	thread := ownThread(t)
+	kthreadd := identityOf(t, 2)
+	extra := map[lineage.Identity]string{
+		self:                     "the reaper itself",
+		parent:                   "ancestor",
+		l.peer():                 "process group",
+		identityOf(t, 1):         "pid 0 and 1",
+		thread:                   "not a process",
+		l.bystanders[0]:          "protected by the caller",
+		{PID: 0}:                 "pid 0 and 1",
+		{PID: 99, StartTicks: 0}: "no start time",
+	}
+	if st, ok := readStat(2); ok && kthreadd == st.id {
+		extra[kthreadd] = "kernel thread"
+	}
+	for id := range extra {
+		j.extra = append(j.extra, lineage.Member{Identity: id})
+	}
+	rec := realSignaler(t)
+	rep := reapJob(t, j, Options{Grace: 10 * time.Second, Signaler: rec, Protect: []lineage.Identity{l.bystanders[0]}})
+	out := checkReport(t, j, rep)
+	for id, why := range extra {
+		o := out[id]
+		if o.Result != Refused || !strings.Contains(o.Reason, why) {
+			t.Errorf("%s: %s %q; want refused: %s", id, o.Result, o.Reason, why)
+		}
+		if len(o.Sent) > 0 || len(rec.sentTo(int(id.PID))) > 0 {
+			t.Errorf("%s: sent %v (recorded %v)", id, o.Sent, rec.sentTo(int(id.PID)))
+		}
+		if id.PID > 0 && id.StartTicks > 0 && !running(id) {
+			t.Errorf("%s no longer runs", id)
+		}
+	}
+	if n := rep.Count(Terminated); n != 2 {
+		t.Errorf("%d terminated, want 2 (sh and sleep)", n)
+	}
+}
+
+// ownThread returns the identity of a thread of this process other than the
+// main one (the Go runtime always has several).
+func ownThread(t *testing.T) lineage.Identity {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		tid, _ := strconv.Atoi(e.Name())
+		if tid != os.Getpid() {
+			if st, ok := readStat(tid); ok {
+				return st.id
+			}
+		}
+	}
+	t.Fatal("no second thread")
+	return lineage.Identity{}
+}
+
+// A live pid listed with the wrong start time is a stranger: nothing is sent.
+func TestReapIdentityMismatch(t *testing.T) {
+	l := newLab(t)
+	j := l.start("sleep 60 & echo ready; wait")
+	sleeper := j.find("sleep", "60")
+	if len(sleeper) != 1 {
+		t.Fatalf("found %v", sleeper)
+	}
+	for _, delta := range []int64{+1, -1} {
+		wrong := sleeper[0]
+		wrong.StartTicks = uint64(int64(wrong.StartTicks) + delta)
+		rec := realSignaler(t)
+		src := SourceFunc(func() ([]lineage.Member, error) {
+			return []lineage.Member{{Identity: wrong}}, nil
+		})
+		rep, err := Reap(context.Background(), src, Options{Grace: time.Second, Signaler: rec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Outcomes) != 1 {
+			t.Fatalf("%d outcomes", len(rep.Outcomes))
+		}
+		o := rep.Outcomes[0]
+		if o.Result != Vanished || !strings.Contains(o.Reason, "identity mismatch") || len(o.Sent) > 0 {
+			t.Errorf("start %+d: %s %q sent %v; want vanished on identity mismatch, nothing sent", delta, o.Result, o.Reason, o.Sent)
+		}
+		if s := rec.sentTo(int(wrong.PID)); len(s) > 0 {
+			t.Errorf("start %+d: sent %v to the stranger", delta, s)
+		}
+		if !running(sleeper[0]) {
+			t.Fatalf("start %+d: the live process was harmed", delta)
+		}
+	}
+}
+
+func TestReapKeep(t *testing.T) {
+	l := newLab(t)
+	j := l.start("sleep 61 & sleep 60 & echo ready; wait")
+	keep := func(m lineage.Member) (bool, string) {
+		return slices.Equal(m.Argv, []string{"sleep", "61"}), "dev server"
+	}
+	rec := realSignaler(t)
+	rep := reapJob(t, j, Options{Grace: 10 * time.Second, Keep: keep, Signaler: rec})
+	out := checkReport(t, j, rep)
+	kept := j.find("sleep", "61")
+	if len(kept) != 1 {
+		t.Fatalf("kept sleeper: %v", kept)
+	}
+	if o := out[kept[0]]; o.Result != Kept || o.Reason != "dev server" || len(o.Sent) > 0 {
+		t.Errorf("kept: %s %q sent %v", o.Result, o.Reason, o.Sent)
+	}
+	if s := rec.sentTo(int(kept[0].PID)); len(s) > 0 {
+		t.Errorf("sent %v to a kept member", s)
+	}
+	if n := rep.Count(Terminated); n != 2 {
+		t.Errorf("%d terminated, want 2", n)
+	}
+}
+
+func TestReapContainFails(t *testing.T) {
+	l := newLab(t)
+	j := l.start("sleep 60 & echo ready; wait")
+	calls := 0
+	rep := reapJob(t, j, Options{Grace: 10 * time.Second, Contain: func() (string, error) {
+		calls++
+		return "", errors.New("map update refused")
+	}})
+	checkReport(t, j, rep)
+	if calls != 1 {
+		t.Errorf("Contain called %d times, want once", calls)
+	}
+	if rep.Containment != ContainStop || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "map update refused") {
+		t.Errorf("containment %q, warnings %q; want the stop containment and a warning", rep.Containment, rep.Warnings)
+	}
+}
+
+// When ctx ends mid-reap, the known members are killed at once, not left
+// stopped or waiting for their grace.
+func TestReapCanceled(t *testing.T) {
+	l := newLab(t)
+	j := l.start("trap '' TERM; sleep 60 & sleep 60 & echo ready; wait")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	rep, err := Reap(ctx, j, Options{Grace: 30 * time.Second, Signaler: realSignaler(t)})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Reap: %v, want the deadline", err)
+	}
+	if rep.Took > 5*time.Second {
+		t.Errorf("took %v after the deadline", rep.Took)
+	}
+	for _, o := range rep.Outcomes {
+		if !slices.Contains(o.Sent, "KILL") && o.Result != Killed {
+			t.Errorf("%s %q: %s, sent %v; want KILL sent", o.Member.Identity, o.Argv, o.Result, o.Sent)
+		}
+	}
+	for _, id := range j.all() {
+		for deadline := time.Now().Add(5 * time.Second); running(id); time.Sleep(2 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Errorf("%s still runs after the cut-short reap", id)
+				break
+			}
+		}
+	}
+}
+
+func TestReapEmpty(t *testing.T) {
+	rep, err := Reap(context.Background(), SourceFunc(func() ([]lineage.Member, error) { return nil, nil }),
+		Options{Contain: func() (string, error) { t.Error("Contain called"); return "", nil }})
+	if err != nil || len(rep.Outcomes) != 0 || rep.Containment != "" {
+		t.Errorf("Reap of nothing: %+v, %v", rep, err)
+	}
+}
+
+func TestReapSourceFails(t *testing.T) {
+	l := newLab(t)
+	j := l.start("trap '' TERM; sleep 60 & echo ready; wait")
+	calls := 0
+	boom := errors.New("backend gone")
+	src := SourceFunc(func() ([]lineage.Member, error) {
+		if calls++; calls > 1 {
+			return nil, boom
+		}
+		return j.Members()
+	})
+	rep, err := Reap(context.Background(), src, Options{Grace: 30 * time.Second, Signaler: realSignaler(t)})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Reap: %v, want the source's error", err)
+	}
+	// The known set was stopped; it must not be left so.
+	for _, o := range rep.Outcomes {
+		if !slices.Contains(o.Sent, "KILL") && o.Result != Killed {
+			t.Errorf("%s %q: %s, sent %v; want KILL sent", o.Member.Identity, o.Argv, o.Result, o.Sent)
+		}
+	}
+}
+
+func TestReapInvalidOptions(t *testing.T) {
+	src := SourceFunc(func() ([]lineage.Member, error) { t.Error("Source called"); return nil, nil })
+	for name, opts := range map[string]Options{
+		"negative grace":  {Grace: -time.Second},
+		"negative linger": {Linger: -1},
+		"negative poll":   {Poll: -1},
+	} {
+		if _, err := Reap(context.Background(), src, opts); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("%s: %v, want ErrInvalidOptions", name, err)
+		}
+	}
+	if _, err := Reap(context.Background(), nil, Options{}); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("nil source: %v, want ErrInvalidOptions", err)
+	}
+}
