@@ -1,0 +1,78 @@
+package main
+
+import (
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lineage-dev/lineage/internal/doctor"
+)
+
+// exitNoBPF is doctor's exit status when the bpf backend can't be used here.
+const exitNoBPF = 1
+
+// doctorOptions are the dependencies and flag values of `lineage doctor`.
+type doctorOptions struct {
+	out io.Writer
+	// system is the machine examined; tests swap in fakes.
+	system doctor.System
+
+	JSON bool
+}
+
+func newCmdDoctor(s streams, runF func(*doctorOptions) error) *cobra.Command {
+	opts := &doctorOptions{system: doctor.Host()}
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check what this machine allows, and which backend lineage will use",
+		Long: `doctor checks what this machine allows lineage to do and says, in plain words,
+what will work, what won't and why: the kernel version (5.8 for the BPF ring
+buffer and tp_btf, 6.13 for in-kernel containment and die-with-supervisor,
+6.16 for group_dead on exit), BTF, privileges and capabilities, kernel
+lockdown, BPF-LSM, bpffs and tracefs, pidfd, child subreaper, cgroup v2,
+whether /proc shows the kernel's global pids, and finally whether the BPF
+tracker really loads (it is attached for a moment and closed again).
+
+It prints a table (check, status, detail) and a verdict line: "backend: bpf
+available", or "backend: proc fallback, because ...". With --json it prints
+the same as one JSON document.
+
+Exit status:
+  0    the bpf backend is available
+  1    it is not: lineage falls back to polling /proc (the verdict says why)
+  125  doctor itself failed`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.out = cmd.OutOrStdout()
+			if runF != nil {
+				return runF(opts)
+			}
+			return doctorRun(opts)
+		},
+	}
+	if s.out != nil {
+		cmd.SetOut(s.out)
+	}
+	if s.err != nil {
+		cmd.SetErr(s.err)
+	}
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the report as a JSON document")
+	return cmd
+}
+
+// doctorRun examines opts.system and prints the report. It returns an
+// exitError with exitNoBPF when the bpf backend is not available.
+func doctorRun(opts *doctorOptions) error {
+	rep := doctor.Run(opts.system)
+	write := rep.WriteTable
+	if opts.JSON {
+		write = rep.WriteJSON
+	}
+	if err := write(opts.out); err != nil {
+		return err
+	}
+	if !rep.BPFAvailable {
+		return exitError{code: exitNoBPF}
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// exitError carries a process exit status out of a command. Its message, if
+// any, has already been printed.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// streams are where a command reads and writes; tests swap them.
+type streams struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+func newRootCmd(s streams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "lineage",
+		Short: "Track every process a command starts, and end them when its time is up",
+		Long: `lineage keeps an exact, live family tree of every process a command starts
+(setsid-ed workers, double-forked daemons, nohup-ed watchers included) and, when
+the command ends or its deadline passes, ends that family and only that family,
+each process named by its identity (pid, start time) so a recycled pid is never hit.
+
+A small BPF program keeps the membership in the kernel; where BPF can't load,
+lineage polls /proc instead.`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetIn(s.in)
+	root.SetOut(s.out)
+	root.SetErr(s.err)
+	root.AddCommand(
+		newCmdRun(s, nil),
+		newCmdDoctor(s, nil),
+	)
+	return root
+}
+
+// execute runs the command line and returns the process exit status.
+func execute(args []string) int {
+	s := streams{in: os.Stdin, out: os.Stdout, err: os.Stderr}
+	root := newRootCmd(s)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return 0
+	}
+	var ee exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	fmt.Fprintf(s.err, "lineage: %v\n", err)
+	return exitFailure
+}
+
+// Exit statuses of lineage itself; a command's own status passes through.
+const (
+	// exitFailure: lineage itself failed (bad flags or arguments, a
+	// backend that can't run), as timeout(1) uses 125.
+	exitFailure = 125
+	// exitDeadline: the deadline passed (as timeout(1) does).
+	exitDeadline = 124
+	// exitCannotRun: the command was found but could not be started.
+	exitCannotRun = 126
+	// exitNotFound: the command was not found.
+	exitNotFound = 127
+)
