@@ -66,6 +66,14 @@ type Event struct {
 // ExitStatus is a wait(2) status word: (code << 8) | signal.
 type ExitStatus int32
 
+// StatusUnknown is the status of an exit that no one could see: the proc
+// backend knows that a process is gone, but its status only when it reaped
+// the process itself or saw it as a zombie.
+const StatusUnknown ExitStatus = -1
+
+// Known reports whether s is a real status rather than [StatusUnknown].
+func (s ExitStatus) Known() bool { return s != StatusUnknown }
+
 // Exited reports whether the process ended by exit(2), and its code.
 func (s ExitStatus) Exited() (code int, ok bool) {
 	ws := syscall.WaitStatus(s)
@@ -80,6 +88,9 @@ func (s ExitStatus) Signaled() (syscall.Signal, bool) {
 
 // String reads like "exit 0" or "signal KILL".
 func (s ExitStatus) String() string {
+	if !s.Known() {
+		return "unknown"
+	}
 	if code, ok := s.Exited(); ok {
 		return fmt.Sprintf("exit %d", code)
 	}

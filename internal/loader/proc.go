@@ -1,0 +1,111 @@
+package loader
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Defaults of the proc backend's adaptive poll interval.
+const (
+	// DefaultPollBudget is the share of one CPU core the adaptive poller
+	// may spend scanning /proc: 5 %.
+	DefaultPollBudget = 0.05
+	// DefaultMinInterval is the shortest adaptive interval: with few
+	// processes a scan costs little, but polling faster than this would
+	// catch few more short-lived processes for the wakeups it costs.
+	DefaultMinInterval = 20 * time.Millisecond
+	// DefaultMaxInterval is the longest adaptive interval. The budget holds
+	// as long as a scan costs less than DefaultPollBudget × this (1.5 s of
+	// CPU, some 100,000 processes at the measured cost of a scan).
+	DefaultMaxInterval = 30 * time.Second
+)
+
+// ProcOptions tune the proc backend. The zero value gives the defaults.
+type ProcOptions struct {
+	// ProcRoot is where /proc is mounted (default "/proc").
+	ProcRoot string
+	// Interval, when positive, is a fixed time between two polls. Zero
+	// (the default) adapts it to what a scan costs: the interval is the
+	// scan's CPU time divided by Budget, within MinInterval and
+	// MaxInterval. Negative is an error; read user input with
+	// [ParseInterval], which also refuses zero.
+	Interval time.Duration
+	// MinInterval and MaxInterval bound the adaptive interval (defaults
+	// DefaultMinInterval and DefaultMaxInterval).
+	MinInterval, MaxInterval time.Duration
+	// Budget is the share of one CPU core the adaptive poller may spend, in
+	// (0, 1] (default DefaultPollBudget).
+	Budget float64
+	// NoSubreaper keeps Spawn from making this process a child subreaper,
+	// for a caller that manages the subreaper bit, and reaps its orphans,
+	// itself. Without the bit, a double fork that completes between two
+	// polls escapes.
+	NoSubreaper bool
+	// MaxPending bounds the events waiting for Run (default 65536); events
+	// beyond it are dropped and counted as EventsLost. Membership stays
+	// exact.
+	MaxPending int
+}
+
+// Validate checks o. Errors wrap ErrInvalidOption.
+func (o *ProcOptions) Validate() error {
+	if o == nil {
+		return nil
+	}
+	switch {
+	case o.Interval < 0:
+		return fmt.Errorf("%w: poll interval %v: must be positive", ErrInvalidOption, o.Interval)
+	case o.MinInterval < 0 || o.MaxInterval < 0:
+		return fmt.Errorf("%w: poll interval bounds %v, %v: must not be negative", ErrInvalidOption, o.MinInterval, o.MaxInterval)
+	case o.MinInterval > 0 && o.MaxInterval > 0 && o.MinInterval > o.MaxInterval:
+		return fmt.Errorf("%w: poll interval bounds: minimum %v is above maximum %v", ErrInvalidOption, o.MinInterval, o.MaxInterval)
+	case o.Budget < 0 || o.Budget > 1:
+		return fmt.Errorf("%w: poll budget %v: want a share of one core in (0, 1]", ErrInvalidOption, o.Budget)
+	case o.MaxPending < 0:
+		return fmt.Errorf("%w: max pending events %d: must not be negative", ErrInvalidOption, o.MaxPending)
+	}
+	return nil
+}
+
+func (o *ProcOptions) withDefaults() ProcOptions {
+	out := ProcOptions{}
+	if o != nil {
+		out = *o
+	}
+	if out.ProcRoot == "" {
+		out.ProcRoot = "/proc"
+	}
+	if out.MinInterval == 0 {
+		out.MinInterval = DefaultMinInterval
+	}
+	if out.MaxInterval == 0 {
+		out.MaxInterval = max(DefaultMaxInterval, out.MinInterval)
+	}
+	if out.Budget == 0 {
+		out.Budget = DefaultPollBudget
+	}
+	if out.MaxPending == 0 {
+		out.MaxPending = 65536
+	}
+	return out
+}
+
+// ParseInterval reads an --interval value for the proc backend: "auto" (or
+// empty) adapts the interval to the cost of a scan and returns 0; anything
+// else is a Go duration ("250ms", "2s") that must be positive. Errors wrap
+// ErrInvalidOption.
+func ParseInterval(s string) (time.Duration, error) {
+	v := strings.TrimSpace(s)
+	if v == "" || strings.EqualFold(v, "auto") {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("%w: poll interval %q: want a duration such as 250ms or 2s, or auto", ErrInvalidOption, s)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%w: poll interval %q: must be positive (or auto)", ErrInvalidOption, s)
+	}
+	return d, nil
+}
