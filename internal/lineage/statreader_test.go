@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fakeStat returns a /proc/PID/stat record with the fields lineage reads set
@@ -89,6 +91,91 @@ func TestStatReaderAgreesWithProcfsOnFakeTree(t *testing.T) {
 	pids, err := r.PIDs(nil)
 	if err != nil || len(pids) != len(records) {
 		t.Errorf("PIDs: got %v, %v", pids, err)
+	}
+	// Scan reads the same, and keeps the files open.
+	scanned := map[int]Stat{}
+	n, err := r.Scan(func(st Stat) { scanned[int(st.PID)] = st }, nil)
+	if err != nil || n != len(records) || len(scanned) != len(records) {
+		t.Fatalf("scan: %d listed, %d read, %v", n, len(scanned), err)
+	}
+	for pid := range records {
+		want, _ := p.Stat(pid)
+		if !statsAgree(want, scanned[pid]) {
+			t.Errorf("scan of pid %d:\nprocfs %+v\nscan   %+v", pid, want, scanned[pid])
+		}
+	}
+	if len(r.open) != len(records) {
+		t.Errorf("%d files kept open, want %d", len(r.open), len(records))
+	}
+	// A process that is no longer listed has its file closed.
+	if err := os.RemoveAll(filepath.Join(root, "101")); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := r.Scan(func(Stat) {}, nil); n != len(records)-1 || len(r.open) != n {
+		t.Errorf("after a process left: %d listed, %d open", n, len(r.open))
+	}
+	r.Close()
+	if len(r.open) != 0 {
+		t.Errorf("%d files open after Close", len(r.open))
+	}
+}
+
+// Scan's kept-open files stay bound to their process: once it is reaped, the
+// file reads ESRCH and Scan reads whatever has the pid now, afresh.
+func TestStatReaderScanFollowsProcessesNotPids(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	p, err := OpenProcFS("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.StatReader()
+	defer r.Close()
+	pid := cmd.Process.Pid
+	find := func() (Stat, bool) {
+		var got Stat
+		found := false
+		if _, err := r.Scan(func(st Stat) {
+			if int(st.PID) == pid {
+				got, found = st, true
+			}
+		}, func(pid int, err error) { t.Errorf("pid %d: %v", pid, err) }); err != nil {
+			t.Fatal(err)
+		}
+		return got, found
+	}
+	st, ok := find()
+	if !ok || st.Comm != "sleep" || st.State == "Z" {
+		t.Fatalf("sleeper: %+v, %v", st, ok)
+	}
+	fd := r.open[pid].fd
+	if _, ok := r.open[pid]; !ok {
+		t.Fatalf("sleeper's stat not kept open")
+	}
+	_ = cmd.Process.Kill()
+	// Unreaped, it is a zombie, read through the same file.
+	for i := 0; ; i++ {
+		st, ok = find()
+		if !ok || st.State == "Z" || i > 200 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !ok || st.State != "Z" || st.ExitCode != 9 || r.open[pid].fd != fd {
+		t.Errorf("zombie: %+v (found %v), want state Z, exit code 9, through the same file", st, ok)
+	}
+	_ = cmd.Wait()
+	if _, err := r.readFD(pid, fd); !errors.Is(err, ErrNoProcess) {
+		t.Errorf("reaped process's kept file: %v, want ErrNoProcess", err)
+	}
+	if _, ok := find(); ok {
+		t.Errorf("a reaped process was still found")
+	}
+	if _, ok := r.open[pid]; ok {
+		t.Errorf("a reaped process's file is still open")
 	}
 }
 
@@ -183,6 +270,19 @@ func BenchmarkStat(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			_, _ = r.Stat(pids[i%len(pids)])
 		}
+	})
+	b.Run("lean-kept-open", func(b *testing.B) {
+		// Scan, per process listed: one pread each.
+		b.ReportAllocs()
+		r := p.StatReader()
+		defer r.Close()
+		n, _ := r.Scan(func(Stat) {}, nil)
+		scans := 0
+		for b.Loop() {
+			n, _ = r.Scan(func(Stat) {}, nil)
+			scans++
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*scans), "ns/proc")
 	})
 	b.Run("read-only", func(b *testing.B) {
 		// The kernel's part: open, read, close, no parse.

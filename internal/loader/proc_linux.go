@@ -25,7 +25,10 @@ import (
 // when done.
 //
 // A background poller scans /proc (every process's /proc/PID/stat) and
-// derives forks, execs and exits by difference from the scan before. A
+// derives forks, execs and exits by difference from the scan before. It keeps
+// each process's stat file open from one scan to the next (see
+// [lineage.StatReader]): one descriptor per process on the machine, up to
+// half the soft RLIMIT_NOFILE. A
 // process becomes a member when its parent is a member, and stays one,
 // however it is reparented, until its identity is gone: membership is by
 // lineage, not by current ppid, and a pid that comes back with another start
@@ -77,7 +80,6 @@ type Proc struct {
 	// process's start and its registration. It guards the scan state.
 	scanMu     sync.Mutex
 	reader     *lineage.StatReader
-	pids       []int
 	cur, prev  map[int]lineage.Stat
 	unreadable map[int]bool
 	fresh      []int
@@ -432,8 +434,9 @@ func (p *Proc) Run(ctx context.Context, fn func(lineage.Event)) error {
 	}
 }
 
-// Close implements Backend: it stops the poller. Run returns, and Spawn,
-// Register and Members fail with os.ErrClosed. The subreaper bit stays set.
+// Close implements Backend: it stops the poller and closes the stat files it
+// keeps open. Run returns, and Spawn, Register and Members fail with
+// os.ErrClosed. The subreaper bit stays set.
 func (p *Proc) Close() error {
 	p.closeOnce.Do(func() {
 		p.mu.Lock()
@@ -441,6 +444,9 @@ func (p *Proc) Close() error {
 		p.mu.Unlock()
 		close(p.done)
 		p.wg.Wait()
+		p.scanMu.Lock()
+		p.reader.Close()
+		p.scanMu.Unlock()
 	})
 	return nil
 }
@@ -522,23 +528,12 @@ func (p *Proc) scanLocked() error {
 	cpu0, cpuErr := threadCPU()
 	wall0 := time.Now()
 
-	pids, err := p.reader.PIDs(p.pids)
+	clear(p.cur)
+	clear(p.unreadable)
+	listed, err := p.reader.Scan(p.keep, p.markUnreadable)
 	if err != nil {
 		p.scanErr = err
 		return err
-	}
-	p.pids = pids
-	clear(p.cur)
-	clear(p.unreadable)
-	for _, pid := range pids {
-		st, err := p.reader.Stat(pid)
-		if err != nil {
-			if !errors.Is(err, lineage.ErrNoProcess) {
-				p.unreadable[pid] = true
-			}
-			continue
-		}
-		p.cur[pid] = st
 	}
 	p.apply(bootTime())
 	p.prev, p.cur = p.cur, p.prev
@@ -552,12 +547,15 @@ func (p *Proc) scanLocked() error {
 	p.mu.Lock()
 	p.lastEnd = end
 	p.poll.Scans++
-	p.poll.Processes = len(pids)
+	p.poll.Processes = listed
 	p.poll.ScanCPU = cost
 	p.setInterval(cost)
 	p.mu.Unlock()
 	return nil
 }
+
+func (p *Proc) keep(st lineage.Stat)            { p.cur[int(st.PID)] = st }
+func (p *Proc) markUnreadable(pid int, _ error) { p.unreadable[pid] = true }
 
 // setInterval adapts the poll interval to the cost of a scan: it follows a
 // rise at once and a fall slowly, so the budget holds while the number of
