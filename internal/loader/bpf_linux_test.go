@@ -326,7 +326,7 @@ func TestLeaderExitsWhileAnotherThreadRuns(t *testing.T) {
 	// The leader thread is gone, yet the process is a member.
 	waitFor(t, "the leader thread to exit", 5*time.Second, func() bool {
 		_, state, err := testutil.StartTicks(int(id.PID))
-		return err == nil && state == "Z"
+		return err == nil && state == "Z+"
 	})
 	if _, ok := memberSet(t, b, id)[id]; !ok {
 		t.Fatal("the process left the lineage when its leader thread exited; its other thread still runs")

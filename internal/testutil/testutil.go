@@ -71,8 +71,8 @@ func Find(token string) []Proc {
 		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !bytes.Contains(raw, []byte(token)) {
+		raw := cmdline(e.Name())
+		if !bytes.Contains(raw, []byte(token)) {
 			continue
 		}
 		start, state, err := StartTicks(pid)
@@ -85,8 +85,26 @@ func Find(token string) []Proc {
 	return out
 }
 
+// cmdline reads /proc/PID/cmdline, or, when the leader thread has exited
+// while others run on (it reads empty then), a live thread's.
+func cmdline(pid string) []byte {
+	raw, _ := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
+	if len(raw) > 0 {
+		return raw
+	}
+	tasks, _ := os.ReadDir(filepath.Join("/proc", pid, "task"))
+	for _, t := range tasks {
+		if raw, _ := os.ReadFile(filepath.Join("/proc", pid, "task", t.Name(), "cmdline")); len(raw) > 0 {
+			return raw
+		}
+	}
+	return nil
+}
+
 // StartTicks reads field 22 (start time) and field 3 (state) of
 // /proc/PID/stat, parsed by hand so tests don't share the product's parser.
+// The state is "Z+" for a process whose leader thread is a zombie while
+// other threads run (field 20 counts more than one thread).
 func StartTicks(pid int) (uint64, string, error) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -103,7 +121,13 @@ func StartTicks(pid int) (uint64, string, error) {
 		return 0, "", errors.New("short stat")
 	}
 	start, err := strconv.ParseUint(fields[19], 10, 64)
-	return start, fields[0], err
+	state := fields[0]
+	if threads, _ := strconv.Atoi(fields[17]); state == "Z" && threads > 1 {
+		// The leader thread is a zombie but other threads run on: the
+		// process lives.
+		state = "Z+"
+	}
+	return start, state, err
 }
 
 // KillIdentity sends SIGKILL to pid through a pidfd if, and only if, it is

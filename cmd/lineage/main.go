@@ -1,0 +1,9 @@
+// Command lineage tracks every process a command starts, however it tries to
+// leave, and ends them when the command's time is up.
+package main
+
+import "os"
+
+func main() {
+	os.Exit(execute(os.Args[1:]))
+}

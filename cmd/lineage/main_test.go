@@ -1,0 +1,47 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as the lineage binary and as the helper programs
+// the end-to-end tests need, selected by this environment variable.
+const testModeEnv = "LINEAGE_CMD_TEST_MODE"
+
+func init() {
+	if os.Getenv(testModeEnv) == "leader-exit" {
+		// The main goroutine stays on the leader thread so that it can
+		// end that thread alone.
+		runtime.LockOSThread()
+	}
+}
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(testModeEnv) {
+	case "":
+		os.Exit(m.Run())
+	case "lineage":
+		os.Exit(execute(os.Args[1:]))
+	case "leader-exit":
+		// The leader thread exits; another thread runs on, for a finite
+		// time, as every test process does.
+		go func() {
+			time.Sleep(90 * time.Second)
+			os.Exit(0)
+		}()
+		syscall.RawSyscall(syscall.SYS_EXIT, 0, 0, 0)
+	}
+	os.Exit(2)
+}
+
+// lineageCmd returns a command that runs this test binary as lineage.
+func lineageCmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), testModeEnv+"=lineage")
+	return cmd
+}

@@ -1,0 +1,201 @@
+package supervise
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+)
+
+// BecomeSubreaper makes the calling process a child subreaper: orphaned
+// descendants are re-parented to it rather than to init. It then owns their
+// zombies; use [Children] to reap them. The bit is inherited by nothing and
+// lasts until the process exits.
+func BecomeSubreaper() error {
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("become child subreaper: %w", err)
+	}
+	return nil
+}
+
+// Children reaps every child of the process as soon as it exits (its own
+// children and the orphans a subreaper inherits) and remembers the exit
+// status of the ones it was asked about. Only one Children may run in a
+// process, and nothing else in the process may wait for children while it
+// runs (exec.Cmd.Wait included). Its methods are safe for concurrent use.
+type Children struct {
+	mu       sync.Mutex
+	statuses map[int]lineage.ExitStatus
+	waiters  map[int][]chan lineage.ExitStatus
+	sigs     chan os.Signal
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+// WatchChildren starts reaping children. Stop it with Close.
+func WatchChildren() *Children {
+	c := &Children{
+		statuses: make(map[int]lineage.ExitStatus),
+		waiters:  make(map[int][]chan lineage.ExitStatus),
+		sigs:     make(chan os.Signal, 1),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	signal.Notify(c.sigs, syscall.SIGCHLD)
+	go c.loop()
+	return c
+}
+
+func (c *Children) loop() {
+	defer close(c.done)
+	// SIGCHLD wakes the loop; the ticker covers a signal coalesced with
+	// one that arrived while the loop was reaping.
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		c.reapAll()
+		select {
+		case <-c.stop:
+			c.reapAll()
+			return
+		case <-c.sigs:
+		case <-tick.C:
+		}
+	}
+}
+
+func (c *Children) reapAll() {
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || pid <= 0 {
+			return
+		}
+		c.mu.Lock()
+		status := lineage.ExitStatus(ws)
+		if ws := c.waiters[pid]; len(ws) > 0 {
+			for _, w := range ws {
+				w <- status
+			}
+			delete(c.waiters, pid)
+		} else {
+			c.statuses[pid] = status
+		}
+		c.mu.Unlock()
+	}
+}
+
+// Wait returns a channel that receives pid's exit status once it has been
+// reaped (at once if it already was). Ask before the pid can be reused:
+// for the job, right after starting it.
+func (c *Children) Wait(pid int) <-chan lineage.ExitStatus {
+	ch := make(chan lineage.ExitStatus, 1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.statuses[pid]; ok {
+		delete(c.statuses, pid)
+		ch <- st
+		return ch
+	}
+	c.waiters[pid] = append(c.waiters[pid], ch)
+	return ch
+}
+
+// Forget drops the statuses of reaped children nobody asked about.
+func (c *Children) Forget() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.statuses)
+}
+
+// Close stops reaping, after one last pass.
+func (c *Children) Close() {
+	signal.Stop(c.sigs)
+	close(c.stop)
+	<-c.done
+}
+
+// SignalIdentity sends sig to the process id, and only if it is still that
+// process: it pins the pid with a pidfd, checks the start time in proc,
+// then signals the pidfd. It wraps lineage.ErrNoProcess or
+// lineage.ErrIdentityMismatch when the process is gone, and refuses pid ≤ 1
+// and the caller itself.
+func SignalIdentity(proc lineage.ProcFS, id lineage.Identity, sig syscall.Signal) error {
+	if err := id.Validate(); err != nil {
+		return err
+	}
+	if int(id.PID) == os.Getpid() {
+		return fmt.Errorf("signal %s: refusing to signal lineage itself", id)
+	}
+	fd, err := unix.PidfdOpen(int(id.PID), 0)
+	if err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("signal %s: %w", id, lineage.ErrNoProcess)
+		}
+		return fmt.Errorf("signal %s: pidfd_open: %w", id, err)
+	}
+	defer unix.Close(fd)
+	if err := proc.Check(id); err != nil {
+		return fmt.Errorf("signal %s: %w", id, err)
+	}
+	if err := unix.PidfdSendSignal(fd, sig, nil, 0); err != nil {
+		if errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("signal %s: %w", id, lineage.ErrNoProcess)
+		}
+		return fmt.Errorf("signal %s: %w", id, err)
+	}
+	return nil
+}
+
+// Terminal is the controlling terminal the job runs in the foreground of,
+// when lineage's stdin is one.
+type Terminal struct {
+	fd   int
+	pgrp int
+}
+
+// ForegroundTerminal returns the terminal on fd if it is lineage's
+// controlling terminal and lineage is in its foreground, or nil.
+func ForegroundTerminal(fd int) *Terminal {
+	pgrp, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
+	if err != nil || pgrp != unix.Getpgrp() {
+		return nil
+	}
+	return &Terminal{fd: fd, pgrp: pgrp}
+}
+
+// FD is the terminal's file descriptor, for SysProcAttr.Ctty.
+func (t *Terminal) FD() int { return t.fd }
+
+// Restore gives the terminal's foreground back to lineage's process group
+// once the job, which had it, is done.
+func (t *Terminal) Restore() error {
+	// A background process group may set the foreground only while
+	// SIGTTOU is ignored.
+	signal.Ignore(syscall.SIGTTOU)
+	defer signal.Reset(syscall.SIGTTOU)
+	if err := unix.IoctlSetPointerInt(t.fd, unix.TIOCSPGRP, t.pgrp); err != nil {
+		return fmt.Errorf("restore terminal foreground: %w", err)
+	}
+	return nil
+}
+
+// BootTicks is the time since boot in clock ticks (USER_HZ = 100), the unit
+// of identities' start times.
+func BootTicks() uint64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		return 0
+	}
+	return uint64(time.Duration(ts.Nano()) / (10 * time.Millisecond))
+}
