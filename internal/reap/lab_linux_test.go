@@ -5,10 +5,12 @@ package reap
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,45 +25,132 @@ import (
 )
 
 // The test binary doubles as a nursery: run with nurseryEnv=1, it becomes a
-// child subreaper, runs its arguments as its child, and reaps every process
-// that ends up its child until none is left. Orphans of a test lineage thus
+// child subreaper and, for each line it reads (a quoted shell script), starts
+// sh -c SCRIPT in a process group of its own and prints its pid. It reaps
+// every process that ends up its child, so that orphans of a test lineage
 // reparent to it rather than to init (which, on some machines, never reaps
-// them), and the nursery exits once the whole lineage is gone. It is not a
-// member: the lineage is its descendants.
+// them). It dies with the test binary. One nursery serves all the tests: the
+// race detector makes the test binary slow to start.
 const nurseryEnv = "LINEAGE_REAP_TEST_NURSERY"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(nurseryEnv) == "1" {
-		os.Exit(nursery(os.Args[1:]))
+		os.Exit(runNursery())
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	theNursery.close()
+	os.Exit(code)
 }
 
-func nursery(argv []string) int {
+func runNursery() int {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		fmt.Fprintln(os.Stderr, "nursery: subreaper:", err)
 		return 2
 	}
-	path, err := exec.LookPath(argv[0])
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGKILL), 0, 0, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "nursery: death signal:", err)
+		return 2
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "nursery:", err)
+		return 2
+	}
+	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "nursery:", err)
 		return 2
 	}
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, nurseryEnv+"=") })
-	files := []uintptr{0, 1, 2}
-	if _, err := unix.FcntlInt(3, unix.F_GETFD, 0); err == nil {
-		files = append(files, 3) // the hold pipe, for members to block on
-	}
-	if _, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: env, Files: files}); err != nil {
-		fmt.Fprintln(os.Stderr, "nursery:", err)
-		return 2
-	}
-	for {
-		var ws syscall.WaitStatus
-		_, err := syscall.Wait4(-1, &ws, 0, nil)
-		if errors.Is(err, syscall.ECHILD) {
-			return 0
+	chld := make(chan os.Signal, 1)
+	signal.Notify(chld, syscall.SIGCHLD)
+	go func() {
+		for range chld {
+			for {
+				var ws syscall.WaitStatus
+				if pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil); pid <= 0 || err != nil {
+					break
+				}
+			}
 		}
+	}()
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(nil, 1<<20)
+	for in.Scan() {
+		script, err := strconv.Unquote(in.Text())
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "nursery:", err)
+			return 2
+		}
+		pid, err := syscall.ForkExec(sh, []string{"sh", "-c", script}, &syscall.ProcAttr{
+			Env:   env,
+			Files: []uintptr{devnull.Fd(), devnull.Fd(), devnull.Fd()},
+			Sys:   &syscall.SysProcAttr{Setpgid: true},
+		})
+		if err != nil {
+			pid = -1
+		}
+		fmt.Println(pid)
+	}
+	return 0
+}
+
+// theNursery is the one nursery of this test binary, started on first use.
+var theNursery nurseryProc
+
+type nurseryProc struct {
+	once sync.Once
+	err  error
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Reader
+	mu   sync.Mutex
+	id   lineage.Identity
+}
+
+// spawn starts sh -c script under the nursery and returns its pid.
+func (n *nurseryProc) spawn(script string) (int, error) {
+	n.once.Do(func() {
+		n.cmd = exec.Command(os.Args[0])
+		n.cmd.Env = append(os.Environ(), nurseryEnv+"=1")
+		n.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		n.cmd.Stderr = os.Stderr
+		if n.in, n.err = n.cmd.StdinPipe(); n.err != nil {
+			return
+		}
+		out, err := n.cmd.StdoutPipe()
+		if n.err = err; err != nil {
+			return
+		}
+		n.out = bufio.NewReader(out)
+		if n.err = n.cmd.Start(); n.err == nil {
+			st, _ := readStat(n.cmd.Process.Pid)
+			n.id = st.id
+		}
+	})
+	if n.err != nil {
+		return 0, fmt.Errorf("start nursery: %w", n.err)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, err := fmt.Fprintln(n.in, strconv.Quote(script)); err != nil {
+		return 0, fmt.Errorf("ask nursery: %w", err)
+	}
+	line, err := n.out.ReadString('\n')
+	if err != nil {
+		return 0, fmt.Errorf("hear nursery: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("nursery could not start sh (%q)", line)
+	}
+	return pid, nil
+}
+
+func (n *nurseryProc) close() {
+	if n.cmd != nil && n.cmd.Process != nil {
+		n.in.Close()
+		_ = n.cmd.Wait()
 	}
 }
 
@@ -149,17 +238,12 @@ type lab struct {
 // with the same environment in a process group of its own, and one in the
 // test's own process group. Both must survive the test.
 func newLab(t testing.TB) *lab {
-	l := &lab{t: t, started: make(map[lineage.Identity]string)}
-	t.Cleanup(func() {
-		for _, id := range l.leaks() {
-			t.Errorf("leaked process %s (%s)", id, l.started[id])
-			killIdentity(id)
-		}
-	})
-	own := exec.Command("sleep", "60")
+	l := newBareLab(t)
+	// They must outlive any test, and still end on their own.
+	own := exec.Command("sleep", "300")
 	own.Env = os.Environ()
 	own.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	peer := exec.Command("sleep", "60") // in the test's process group
+	peer := exec.Command("sleep", "300") // in the test's process group
 	for _, c := range []*exec.Cmd{own, peer} {
 		if err := c.Start(); err != nil {
 			t.Fatalf("start bystander: %v", err)
@@ -178,6 +262,18 @@ func newLab(t testing.TB) *lab {
 			if !ok || st.id != id || st.state == "Z" || st.state == "T" {
 				t.Errorf("bystander %s was harmed (state %q)", id, st.state)
 			}
+		}
+	})
+	return l
+}
+
+// newBareLab returns a lab without bystanders.
+func newBareLab(t testing.TB) *lab {
+	l := &lab{t: t, started: make(map[lineage.Identity]string)}
+	t.Cleanup(func() {
+		for _, id := range l.leaks() {
+			t.Errorf("leaked process %s (%s)", id, l.started[id])
+			killIdentity(id)
 		}
 	})
 	return l
@@ -207,57 +303,68 @@ func (l *lab) leaks() []lineage.Identity {
 	return out
 }
 
-// job is a lineage the test started: sh -c SCRIPT under a nursery, in a
-// process group of its own. It is a Source: its members are the nursery's
-// descendants, found by parent pid in /proc, and every identity once seen
-// stays a member while it lives. The members may block reading fd 3, which
-// reaches EOF when the test ends.
+// job is a lineage the test started: sh -c SCRIPT, started by the nursery
+// in a process group of its own. It is a Source: its members are the shell
+// and its descendants, found by parent pid in /proc, and its orphans (the
+// nursery's children in its process group); every identity once seen stays
+// a member while it lives. The script's stdout and fd 3 are FIFOs of the
+// test's: the members may block reading fd 3, which reaches EOF when the test
+// ends. Its stderr goes to a file, shown when the test fails.
 type job struct {
-	l       *lab
-	cmd     *exec.Cmd
-	nursery lineage.Identity
-	hold    *os.File
-	stderr  syncBuffer
+	l    *lab
+	root lineage.Identity
+	hold *os.File // the only writer of fd 3
+	out  *os.File // a reader of the script's stdout
+	dir  string
 
-	mu     sync.Mutex
-	known  map[lineage.Identity]bool
-	order  []lineage.Identity
-	extra  []lineage.Member // listed, wrongly, as members
-	listed int
+	mu       sync.Mutex
+	known    map[lineage.Identity]bool
+	order    []lineage.Identity
+	extra    []lineage.Member // listed, wrongly, as members
+	listed   int
+	returned map[lineage.Identity]bool
 }
 
 // start starts script and returns once it has printed a line ("ready").
 func (l *lab) start(script string) *job {
 	l.t.Helper()
-	r, w, err := os.Pipe()
+	dir := l.t.TempDir()
+	hold, ready := filepath.Join(dir, "hold"), filepath.Join(dir, "ready")
+	for _, p := range []string{hold, ready} {
+		if err := unix.Mkfifo(p, 0o600); err != nil {
+			l.t.Fatal(err)
+		}
+	}
+	// Read-write opens of a FIFO don't wait for the other side.
+	w, err := os.OpenFile(hold, os.O_RDWR, 0)
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	j := &job{l: l, hold: w, known: make(map[lineage.Identity]bool)}
-	cmd := exec.Command(os.Args[0], "sh", "-c", script)
-	j.cmd = cmd
-	cmd.Env = append(os.Environ(), nurseryEnv+"=1")
-	cmd.ExtraFiles = []*os.File{r}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Stderr = &j.stderr
-	out, err := cmd.StdoutPipe()
+	r, err := os.OpenFile(ready, os.O_RDWR, 0)
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		l.t.Fatalf("start nursery: %v", err)
+	j := &job{l: l, hold: w, out: r, dir: dir, known: make(map[lineage.Identity]bool), returned: make(map[lineage.Identity]bool)}
+	pid, err := theNursery.spawn(fmt.Sprintf("exec 3<%s >%s 2>%s\n%s",
+		shellQuote(hold), shellQuote(ready), shellQuote(filepath.Join(dir, "stderr")), script))
+	if err != nil {
+		l.t.Fatal(err)
 	}
-	r.Close()
-	j.nursery = identityOf(l.t, cmd.Process.Pid)
-	l.record(j.nursery, "nursery")
+	j.root = lineage.Identity{PID: uint32(pid)}
+	if st, ok := readStat(pid); ok {
+		j.root = st.id
+	}
+	l.record(j.root, "job")
+	j.known[j.root] = true
+	j.order = append(j.order, j.root)
 	l.t.Cleanup(j.stop)
-	ready := make(chan error, 1)
+	got := make(chan error, 1)
 	go func() {
-		_, err := bufio.NewReader(out).ReadString('\n')
-		ready <- err
+		_, err := bufio.NewReader(r).ReadString('\n')
+		got <- err
 	}()
 	select {
-	case err := <-ready:
+	case err := <-got:
 		if err != nil {
 			l.t.Fatalf("job did not get ready: %v", err)
 		}
@@ -267,17 +374,31 @@ func (l *lab) start(script string) *job {
 	return j
 }
 
-// Members lists the live members, as a Source must.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// Members lists the live members, as a Source must, and remembers what it
+// returned.
 func (j *job) Members() ([]lineage.Member, error) {
-	procs := scanProc()
+	ms := j.members()
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.listed++
+	for _, m := range ms {
+		j.returned[m.Identity] = true
+	}
+	return ms, nil
+}
+
+// members lists the live members without counting it as a Source call.
+func (j *job) members() []lineage.Member {
+	procs := scanProc()
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	j.discover(procs)
 	var out []lineage.Member
 	for _, id := range j.order {
 		if st, ok := procs[int(id.PID)]; ok && st.id == id {
-			out = append(out, lineage.Member{Identity: id, Root: j.nursery})
+			out = append(out, lineage.Member{Identity: id, Root: j.root})
 		}
 	}
 	for _, m := range j.extra {
@@ -285,22 +406,24 @@ func (j *job) Members() ([]lineage.Member, error) {
 			out = append(out, m)
 		}
 	}
-	return out, nil
+	return out
 }
 
-// discover adds the descendants of the nursery and of known members.
+// discover adds the descendants of known members, and the job's orphans.
 func (j *job) discover(procs map[int]pstat) {
 	children := make(map[int][]int)
 	for pid, st := range procs {
 		children[st.ppid] = append(children[st.ppid], pid)
 	}
 	var queue []int
-	if st, ok := procs[int(j.nursery.PID)]; ok && st.id == j.nursery {
-		queue = append(queue, int(j.nursery.PID))
-	}
 	for id := range j.known {
 		if st, ok := procs[int(id.PID)]; ok && st.id == id {
 			queue = append(queue, int(id.PID))
+		}
+	}
+	for _, pid := range children[int(theNursery.id.PID)] {
+		if procs[pid].pgrp == int(j.root.PID) {
+			queue = append(queue, pid)
 		}
 	}
 	seen := make(map[int]bool)
@@ -311,38 +434,40 @@ func (j *job) discover(procs map[int]pstat) {
 			continue
 		}
 		seen[pid] = true
-		for _, c := range children[pid] {
-			id := procs[c].id
-			if !j.known[id] {
-				j.known[id] = true
-				j.order = append(j.order, id)
-				j.l.record(id, "member")
-			}
-			queue = append(queue, c)
+		if id := procs[pid].id; !j.known[id] {
+			j.known[id] = true
+			j.order = append(j.order, id)
+			j.l.record(id, "member")
 		}
+		queue = append(queue, children[pid]...)
 	}
 }
 
-// all returns every member identity the job has ever listed.
+// all returns every identity Members has returned.
 func (j *job) all() []lineage.Identity {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	out := slices.Clone(j.order)
-	for _, m := range j.extra {
-		out = append(out, m.Identity)
+	var out []lineage.Identity
+	for id := range j.returned {
+		out = append(out, id)
 	}
 	return out
+}
+
+// forget forgets what Members has returned so far.
+func (j *job) forget() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	clear(j.returned)
 }
 
 // find waits until a live member runs argv, and returns all that do.
 func (j *job) find(argv ...string) []lineage.Identity {
 	j.l.t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
-		if _, err := j.Members(); err != nil {
-			j.l.t.Fatal(err)
-		}
 		var out []lineage.Identity
-		for _, id := range j.all() {
+		for _, m := range j.members() {
+			id := m.Identity
 			b, err := os.ReadFile("/proc/" + strconv.Itoa(int(id.PID)) + "/cmdline")
 			if err == nil && running(id) && slices.Equal(strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00"), argv) {
 				out = append(out, id)
@@ -357,10 +482,11 @@ func (j *job) find(argv ...string) []lineage.Identity {
 	}
 }
 
-// stop kills whatever is left of the job, by identity through pidfds, and
-// waits for the nursery, which exits once it has no child left.
+// stop kills whatever is left of the job, by identity through pidfds; the
+// nursery reaps them.
 func (j *job) stop() {
 	j.hold.Close()
+	defer j.out.Close()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		procs := scanProc()
@@ -385,42 +511,11 @@ func (j *job) stop() {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	done := make(chan error, 1)
-	go func() { done <- j.cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		j.l.t.Errorf("nursery %s did not exit", j.nursery)
-		_ = j.cmd.Process.Kill()
-		<-done
+	if j.l.t.Failed() {
+		if b, _ := os.ReadFile(filepath.Join(j.dir, "stderr")); len(b) > 0 {
+			j.l.t.Logf("job stderr:\n%s", b)
+		}
 	}
-	if j.l.t.Failed() && j.stderr.Len() > 0 {
-		j.l.t.Logf("job stderr:\n%s", j.stderr.String())
-	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) Len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Len()
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // recorder wraps a Signaler and records every signal sent, by pid.

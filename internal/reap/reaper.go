@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"syscall"
 	"time"
 
@@ -22,6 +23,7 @@ type reaper struct {
 	sig   Signaler
 
 	victims []*victim // every member seen, in order of first sight
+	pending []*victim // seen, not yet admitted
 	byID    map[lineage.Identity]*victim
 	byPin   map[Pin]*victim
 	live    int // victims pinned, believed alive, to be ended
@@ -48,6 +50,8 @@ type victim struct {
 	// confirmed: /proc showed its identity alive after it was pinned.
 	confirmed bool
 	argv      []string // read from /proc, not yet confirmed
+	procArgv  bool     // out.Argv comes from /proc, not from the Source
+	comm      string   // the comm when out.Argv was confirmed
 
 	stat    lineage.Stat
 	statGen uint64 // gen in which stat was read; 0: none
@@ -63,7 +67,7 @@ func (r *reaper) now() time.Duration { return r.opts.Now() }
 func (r *reaper) run(ctx context.Context) (Report, error) {
 	start := r.now()
 	err := r.reap(ctx, start)
-	if err != nil && r.live > 0 {
+	if err != nil && (r.live > 0 || len(r.pending) > 0) {
 		// Cut short: never leave the known set stopped or half-signalled.
 		r.abort(err)
 	}
@@ -80,14 +84,24 @@ func (r *reaper) reap(ctx context.Context, start time.Duration) error {
 		if err := r.watch(ctx, start+r.opts.Linger, nil); err != nil {
 			return err
 		}
-	} else if err := r.list(nil); err != nil {
-		return err
+		if r.live == 0 {
+			r.rep.Phases.Linger = r.now() - start
+			return nil
+		}
+	} else {
+		// Only look: members are admitted just before their first signal,
+		// so that one read of /proc serves both.
+		ms, err := r.src.Members()
+		if err != nil {
+			return fmt.Errorf("list members: %w", err)
+		}
+		if len(ms) == 0 {
+			return nil
+		}
+		r.see(ms)
 	}
 	t := r.now()
 	r.rep.Phases.Linger = t - start
-	if r.live == 0 {
-		return nil
-	}
 
 	// 2. Contain.
 	r.contain()
@@ -278,17 +292,34 @@ func (r *reaper) list(fresh func(*victim)) error {
 	if err != nil {
 		return fmt.Errorf("list members: %w", err)
 	}
-	for _, m := range ms {
-		if _, seen := r.byID[m.Identity]; seen {
-			continue
-		}
+	r.see(ms)
+	for _, v := range r.pending {
 		r.gen++
-		v := r.admit(m)
+		r.admit(v)
 		if v.live && fresh != nil {
 			fresh(v)
 		}
 	}
+	r.pending = r.pending[:0]
 	return nil
+}
+
+// see records the members not seen before; they wait in r.pending for
+// admission. From here on each one is in the report.
+func (r *reaper) see(ms []lineage.Member) {
+	for _, m := range ms {
+		if v, seen := r.byID[m.Identity]; seen {
+			if len(m.Argv) > 0 && !slices.Equal(m.Argv, v.out.Member.Argv) {
+				// The Source saw an exec since: it knows better.
+				v.out.Member, v.out.Argv, v.procArgv = m, m.Argv, false
+			}
+			continue
+		}
+		v := &victim{id: m.Identity, out: Outcome{Member: m, Argv: m.Argv}}
+		r.victims = append(r.victims, v)
+		r.byID[m.Identity] = v
+		r.pending = append(r.pending, v)
+	}
 }
 
 func (r *reaper) liveVictims() []*victim {
@@ -301,27 +332,25 @@ func (r *reaper) liveVictims() []*victim {
 	return out
 }
 
-// admit records a member seen for the first time: it pins it, reads its
+// admit takes in a member seen for the first time: it pins it, reads its
 // command line, checks its identity and the protected set, and asks Keep.
-func (r *reaper) admit(m lineage.Member) *victim {
-	v := &victim{id: m.Identity, out: Outcome{Member: m, Argv: m.Argv}}
-	r.victims = append(r.victims, v)
-	r.byID[m.Identity] = v
+func (r *reaper) admit(v *victim) {
+	m := v.out.Member
 	if reason := r.guard.refuseIdentity(m.Identity); reason != "" {
 		r.end(v, Refused, reason)
-		return v
+		return
 	}
 	p, err := r.open(int(m.PID))
 	switch {
 	case errors.Is(err, lineage.ErrNoProcess):
 		r.end(v, Vanished, fmt.Sprintf("pid %d was free when the reaper came", m.PID))
-		return v
+		return
 	case errors.Is(err, ErrNotProcess):
 		r.end(v, Refused, fmt.Sprintf("pid %d is not a process: %v", m.PID, err))
-		return v
+		return
 	case err != nil:
 		r.end(v, Survived, fmt.Sprintf("pin: %v", err))
-		return v
+		return
 	}
 	v.pin, v.pinned, v.live = p, true, true
 	r.byPin[p] = v
@@ -329,9 +358,10 @@ func (r *reaper) admit(m lineage.Member) *victim {
 	if len(m.Argv) == 0 {
 		// Read before the check, so that the check confirms whose it is.
 		v.argv, _ = r.proc.Argv(int(m.PID))
+		v.procArgv = true
 	}
 	if _, ok := r.check(v); !ok {
-		return v
+		return
 	}
 	if r.opts.Keep != nil {
 		km := m
@@ -343,7 +373,6 @@ func (r *reaper) admit(m lineage.Member) *victim {
 			r.end(v, Kept, why)
 		}
 	}
-	return v
 }
 
 // open pins pid; when out of file descriptors it frees the pins of ended
@@ -393,12 +422,20 @@ func (r *reaper) check(v *victim) (lineage.Stat, bool) {
 	}
 	if !v.confirmed {
 		v.confirmed = true
-		if len(v.out.Argv) == 0 {
+		if v.procArgv {
 			v.out.Argv = v.argv
 		}
-		v.argv = nil
+		v.argv, v.comm = nil, st.Comm
+	} else if v.procArgv && st.Comm != v.comm {
+		// It ran a new program since its argv was read: read it again,
+		// and keep it if the identity still holds after the read.
+		if argv, err := r.proc.Argv(pid); err == nil {
+			if again, err := r.proc.Stat(pid); err == nil && again.StartTicks == v.id.StartTicks {
+				v.out.Argv, v.comm, st = argv, again.Comm, again
+			}
+		}
 	}
-	if st.State == "Z" || st.State == "X" {
+	if st.Zombie() {
 		r.ended(v)
 		return lineage.Stat{}, false
 	}
@@ -491,6 +528,11 @@ func (r *reaper) release(v *victim) {
 
 // abort kills every live victim without waiting: the reap was cut short.
 func (r *reaper) abort(cause error) {
+	for _, v := range r.pending {
+		r.gen++
+		r.admit(v)
+	}
+	r.pending = nil
 	r.gen++
 	for _, v := range r.liveVictims() {
 		if _, ok := r.check(v); ok {
