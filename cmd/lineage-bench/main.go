@@ -1,0 +1,110 @@
+// Command lineage-bench measures what lineage costs, side by side in one
+// run, and prints the table the README shows:
+//
+//   - the fork+exit+wait and fork+exec+wait rates of a spawner with no
+//     tracker, with the BPF tracker loaded but not tracking it, and with the
+//     tracker tracking it, interleaved round by round;
+//   - the wall time of `lineage run -- true` against plain `true`.
+//
+// It needs root (the BPF tracker) and gcc (the spawner is a small C program,
+// so that the Go runtime's own fork cost doesn't blur the figures).
+package main
+
+import (
+	_ "embed"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+//go:embed csrc/spawner.c
+var spawnerSource []byte
+
+func main() {
+	rounds := flag.Int("rounds", 7, "interleaved rounds per figure (the median is reported)")
+	forks := flag.Int("forks", 4000, "forks per fork+exit+wait measurement")
+	execs := flag.Int("execs", 1500, "forks per fork+exec+wait measurement")
+	runs := flag.Int("runs", 30, "runs per `lineage run -- true` measurement")
+	lineageBin := flag.String("lineage", "bin/lineage", "the lineage binary to time")
+	flag.Parse()
+
+	dir, err := os.MkdirTemp("", "lineage-bench")
+	if err != nil {
+		fail(err)
+	}
+	defer os.RemoveAll(dir)
+	spawner, err := buildSpawner(dir)
+	if err != nil {
+		fail(err)
+	}
+
+	fmt.Printf("## lineage benchmarks\n\n%s\n\n", machine())
+	rates, err := measureRates(spawner, *rounds, *forks, *execs)
+	if err != nil {
+		fail(err)
+	}
+	printRates(rates)
+
+	walls, err := measureRunWall(*lineageBin, *rounds, *runs)
+	if err != nil {
+		fail(err)
+	}
+	printWalls(walls)
+}
+
+func fail(err error) {
+	fmt.Fprintf(os.Stderr, "lineage-bench: %v\n", err)
+	os.Exit(1)
+}
+
+func buildSpawner(dir string) (string, error) {
+	src := filepath.Join(dir, "spawner.c")
+	bin := filepath.Join(dir, "spawner")
+	if err := os.WriteFile(src, spawnerSource, 0o644); err != nil {
+		return "", err
+	}
+	cc := os.Getenv("CC")
+	if cc == "" {
+		cc = "gcc"
+	}
+	out, err := exec.Command(cc, "-O2", "-o", bin, src).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("build the spawner with %s: %v: %s", cc, err, out)
+	}
+	return bin, nil
+}
+
+// machine describes where the figures were measured.
+func machine() string {
+	var uname []byte
+	if out, err := exec.Command("uname", "-srm").Output(); err == nil {
+		uname = out
+	}
+	model := "unknown CPU"
+	if raw, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(raw), "\n") {
+			if strings.HasPrefix(line, "model name") {
+				if _, v, ok := strings.Cut(line, ":"); ok {
+					model = strings.TrimSpace(v)
+				}
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("Machine: %s, %d CPUs (%s), %s, %s.", strings.TrimSpace(string(uname)), runtime.NumCPU(), model, runtime.Version(), time.Now().UTC().Format("2006-01-02"))
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[len(s)/2]
+}

@@ -1,0 +1,14 @@
+#!/bin/sh
+# make bench: the project's benchmarks, side by side, as the README's tables.
+# Needs root (the BPF tracker) and gcc (the spawner). Takes a few minutes.
+set -eu
+bin=${1:-bin/lineage}
+out=bench-results
+mkdir -p "$out"
+
+echo "== spawner rates and lineage run wall time (go run ./cmd/lineage-bench)"
+go run ./cmd/lineage-bench -lineage "$bin" | tee "$out/lineage-bench.md"
+
+echo
+echo "== Go benchmarks: /proc scan cost, reap latency (go test -bench)"
+go test -run '^$' -bench . -benchtime 3x -timeout 30m ./internal/lineage ./internal/loader ./internal/reap | tee "$out/go-bench.txt"
