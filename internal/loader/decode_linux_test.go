@@ -5,6 +5,7 @@ import (
 	"slices"
 	"syscall"
 	"testing"
+	"unsafe"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
@@ -103,5 +104,23 @@ func TestDecodeRejectsGarbage(t *testing.T) {
 	}
 	if len(ev.Argv) != 1 || len(ev.Argv[0]) != len(e.Args) {
 		t.Errorf("argv %q", ev.Argv)
+	}
+}
+
+func BenchmarkDecode(b *testing.B) {
+	var e lineageEvent
+	e.Kind = lineageEventKindEVENT_EXEC
+	setBytes(e.Comm[:], "true")
+	setBytes(e.Filename[:], "/bin/true")
+	args := "/bin/true\x00--version\x00"
+	setBytes(e.Args[:], args)
+	e.ArgsSize = uint32(len(args))
+	raw := make([]byte, eventSize)
+	copy(raw, unsafe.Slice((*byte)(unsafe.Pointer(&e)), eventSize))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decode(raw); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
