@@ -21,8 +21,9 @@ import (
 // open, a read and a close. An open stat file stays bound to its process: once
 // the process is reaped it reads ESRCH, never the stat of a later process
 // that got the same pid. It holds at most half the soft RLIMIT_NOFILE (and no
-// more than 65536) such descriptors, all close-on-exec; past that it opens and
-// closes as [StatReader.Stat] does. Close releases them.
+// more than 65536) such descriptors, all close-on-exec; past that, and on a
+// tree that is not a procfs mount (a test's fake tree), it opens and closes
+// as [StatReader.Stat] does. Close releases them.
 //
 // A StatReader is not safe for concurrent use: it reuses its buffers. Make
 // one per goroutine with [ProcFS.StatReader].
@@ -35,6 +36,9 @@ type StatReader struct {
 	maxOpen int
 }
 
+// procSuperMagic is the f_type of a procfs mount (PROC_SUPER_MAGIC).
+const procSuperMagic = 0x9fa0
+
 type openStat struct {
 	fd  int
 	gen uint64
@@ -42,9 +46,13 @@ type openStat struct {
 
 // StatReader returns a reader of the same /proc tree.
 func (p ProcFS) StatReader() *StatReader {
+	// Keep files open only on a real procfs: a file in a fake tree would
+	// go on reading a process that the test has replaced.
 	maxOpen := 0
 	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil {
+	var fs syscall.Statfs_t
+	if syscall.Statfs(p.root, &fs) == nil && fs.Type == procSuperMagic &&
+		syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) == nil {
 		maxOpen = int(min(lim.Cur/2, 65536))
 	}
 	return &StatReader{

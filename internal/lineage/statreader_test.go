@@ -104,19 +104,17 @@ func TestStatReaderAgreesWithProcfsOnFakeTree(t *testing.T) {
 			t.Errorf("scan of pid %d:\nprocfs %+v\nscan   %+v", pid, want, scanned[pid])
 		}
 	}
-	if len(r.open) != len(records) {
-		t.Errorf("%d files kept open, want %d", len(r.open), len(records))
+	// Not a procfs mount: nothing is kept open, and a process replaced in
+	// the tree is read afresh.
+	if len(r.open) != 0 {
+		t.Errorf("%d files kept open in a fake tree", len(r.open))
 	}
-	// A process that is no longer listed has its file closed.
 	if err := os.RemoveAll(filepath.Join(root, "101")); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := r.Scan(func(Stat) {}, nil); n != len(records)-1 || len(r.open) != n {
-		t.Errorf("after a process left: %d listed, %d open", n, len(r.open))
-	}
-	r.Close()
-	if len(r.open) != 0 {
-		t.Errorf("%d files open after Close", len(r.open))
+	writeFakeProc(t, root, 101, fakeStat(101, "stranger", "S", 1, 101, 101, 0, 9000, 1, 0))
+	if st, err := r.Stat(101); err != nil || st.StartTicks != 9000 {
+		t.Errorf("replaced process: %+v, %v", st, err)
 	}
 }
 
@@ -151,10 +149,11 @@ func TestStatReaderScanFollowsProcessesNotPids(t *testing.T) {
 	if !ok || st.Comm != "sleep" || st.State == "Z" {
 		t.Fatalf("sleeper: %+v, %v", st, ok)
 	}
-	fd := r.open[pid].fd
 	if _, ok := r.open[pid]; !ok {
 		t.Fatalf("sleeper's stat not kept open")
 	}
+	fd := r.open[pid].fd
+	listed := len(r.open)
 	_ = cmd.Process.Kill()
 	// Unreaped, it is a zombie, read through the same file.
 	for i := 0; ; i++ {
@@ -176,6 +175,10 @@ func TestStatReaderScanFollowsProcessesNotPids(t *testing.T) {
 	}
 	if _, ok := r.open[pid]; ok {
 		t.Errorf("a reaped process's file is still open")
+	}
+	r.Close()
+	if len(r.open) != 0 || listed < 2 {
+		t.Errorf("%d files open after Close (%d before)", len(r.open), listed)
 	}
 }
 

@@ -60,6 +60,8 @@ func runProcHelper(name, sleep string) int {
 		}
 	case "no-subreaper":
 		err = helpEscapes(say, sleep, true)
+	case "ambiguous", "forget":
+		err = helpOrphans(say, sleep, name)
 	default:
 		err = fmt.Errorf("unknown helper %q", name)
 	}
@@ -221,6 +223,118 @@ func helpEscapes(say func(string, ...any), sleep string, noSubreaper bool) error
 	return nil
 }
 
+// helpOrphans leaves orphans that are no one's members and checks that the
+// poller still reaps their zombies. "ambiguous": two spawned roots each leave
+// a daemon, double-forked after the first poll, in a session of its own that
+// no poll saw: neither can be attributed. "forget": a root's daemon is a
+// member, then the root is forgotten.
+func helpOrphans(say func(string, ...any), sleep, mode string) error {
+	p, err := OpenProc(&ProcOptions{Interval: time.Minute})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	var (
+		mu        sync.Mutex
+		untracked []lineage.Identity
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go p.Run(ctx, func(ev lineage.Event) {
+		if ev.Untracked {
+			mu.Lock()
+			untracked = append(untracked, ev.Process)
+			mu.Unlock()
+		}
+	})
+	n := 2
+	if mode == "forget" {
+		n = 1
+	}
+	var roots []lineage.Identity
+	var cmds []*exec.Cmd
+	for i := range n {
+		// Late enough that the polls Spawn asks for are over.
+		script := fmt.Sprintf("sleep 1\n"+procEscapes[3].script+"\n", procEscapeArg(sleep, i))
+		cmd := exec.Command("sh", "-c", script)
+		root, err := p.Spawn(cmd, RootOptions{})
+		if err != nil {
+			return err
+		}
+		say("root %d %d", root.PID, root.StartTicks)
+		roots, cmds = append(roots, root), append(cmds, cmd)
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			return fmt.Errorf("job: %w", err)
+		}
+	}
+	var daemons []testutil.Proc
+	for deadline := time.Now().Add(10 * time.Second); len(daemons) < n; {
+		daemons = daemons[:0]
+		for _, pr := range testutil.Find(sleep) {
+			if pr.Argv[0] == "sleep" {
+				daemons = append(daemons, pr)
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d daemons found", len(daemons), n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	members := map[lineage.Identity]bool{}
+	for _, root := range roots {
+		ms, err := p.Members(root)
+		if err != nil {
+			return err
+		}
+		for _, m := range ms {
+			members[m.Identity] = true
+		}
+	}
+	for _, d := range daemons {
+		id := lineage.Identity{PID: uint32(d.PID), StartTicks: d.StartTicks}
+		say("sleeper %d %d daemon", d.PID, d.StartTicks)
+		if members[id] {
+			say("member %d %d", d.PID, d.StartTicks)
+		} else {
+			say("escaped %d %d daemon", d.PID, d.StartTicks)
+		}
+	}
+	if mode == "forget" {
+		if err := p.Forget(roots[0]); err != nil {
+			return err
+		}
+		say("forgot %d %d", roots[0].PID, roots[0].StartTicks)
+	}
+	mu.Lock()
+	for _, id := range untracked {
+		say("untracked %d %d", id.PID, id.StartTicks)
+	}
+	mu.Unlock()
+	// Kill them; their zombies are ours, and the poller must reap them.
+	for _, d := range daemons {
+		testutil.KillIdentity(d.PID, d.StartTicks)
+	}
+	for _, d := range daemons {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if _, err := p.Members(roots[0]); err != nil {
+				return err
+			}
+			if start, _, err := testutil.StartTicks(d.PID); err != nil || start != d.StartTicks {
+				say("reaped %d %d", d.PID, d.StartTicks)
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("daemon %d was never reaped", d.PID)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
 // procHelperRun is the parsed output of a helper.
 type procHelperRun struct {
 	lines    []string
@@ -228,8 +342,10 @@ type procHelperRun struct {
 	sleepers map[string]lineage.Identity // escape → identity
 	members  map[lineage.Identity]bool
 	escaped  map[string]bool
-	exits    map[lineage.Identity]string
-	execs    map[lineage.Identity]string
+	// by identity, for the orphan scenarios
+	escapedIDs, untracked, reaped map[lineage.Identity]bool
+	exits                         map[lineage.Identity]string
+	execs                         map[lineage.Identity]string
 }
 
 // runProcHelperCmd runs the named helper to completion, as uid (65534) when
@@ -278,11 +394,14 @@ func runProcHelperCmd(t *testing.T, name, sleep string, unprivileged bool) procH
 		close(exited)
 	}()
 	run := procHelperRun{
-		sleepers: map[string]lineage.Identity{},
-		members:  map[lineage.Identity]bool{},
-		escaped:  map[string]bool{},
-		exits:    map[lineage.Identity]string{},
-		execs:    map[lineage.Identity]string{},
+		sleepers:   map[string]lineage.Identity{},
+		members:    map[lineage.Identity]bool{},
+		escaped:    map[string]bool{},
+		exits:      map[lineage.Identity]string{},
+		execs:      map[lineage.Identity]string{},
+		escapedIDs: map[lineage.Identity]bool{},
+		untracked:  map[lineage.Identity]bool{},
+		reaped:     map[lineage.Identity]bool{},
 	}
 	timeout := time.After(60 * time.Second)
 	for done := false; !done; {
@@ -327,11 +446,20 @@ func (r *procHelperRun) parse(line string) {
 	case "root":
 		r.root = id
 	case "sleeper":
-		r.sleepers[f[3]] = id
+		if f[3] == "daemon" {
+			r.sleepers[id.String()] = id
+		} else {
+			r.sleepers[f[3]] = id
+		}
+	case "untracked":
+		r.untracked[id] = true
+	case "reaped":
+		r.reaped[id] = true
 	case "member":
 		r.members[id] = true
 	case "escaped":
 		r.escaped[f[3]] = true
+		r.escapedIDs[id] = true
 	case "event":
 		id = lineage.Identity{PID: uint32(atoiProc(f[2])), StartTicks: uint64(atoiProc(f[3]))}
 		rest := strings.Join(f[4:], " ")

@@ -28,12 +28,11 @@ import (
 // derives forks, execs and exits by difference from the scan before. It keeps
 // each process's stat file open from one scan to the next (see
 // [lineage.StatReader]): one descriptor per process on the machine, up to
-// half the soft RLIMIT_NOFILE. A
-// process becomes a member when its parent is a member, and stays one,
-// however it is reparented, until its identity is gone: membership is by
-// lineage, not by current ppid, and a pid that comes back with another start
-// time is a stranger. A zombie counts as exited. Members scans afresh, so
-// what it returns is never older than the call.
+// half the soft RLIMIT_NOFILE. A process becomes a member when its parent is
+// a member, and stays one, however it is reparented, until its identity is
+// gone: membership is by lineage, not by current ppid, and a pid that comes
+// back with another start time is a stranger. A zombie counts as exited.
+// Members scans afresh, so what it returns is never older than the call.
 //
 // Spawn makes this process a child subreaper (PR_SET_CHILD_SUBREAPER, unless
 // ProcOptions.NoSubreaper), so that an orphan of a spawned lineage, a
@@ -41,9 +40,10 @@ import (
 // stays findable. The bit stays set for the life of the process, Close
 // included. The poller reaps the zombies of the orphans it so inherits (with
 // wait4 on each one's pid, never on any pid); the zombie of a spawned root is
-// left to the caller's cmd.Wait. A process that the supervisor starts other
-// than through Spawn must be waited for by its owner before the next poll,
-// or the poller may take it for an orphan.
+// left to the caller's cmd.Wait. /proc can't tell an orphan from a child
+// this process started itself: one started other than through Spawn while a
+// spawned root is registered is taken for an orphan of that lineage (see
+// Spawn), so start such processes before Spawn, or through it.
 //
 // What it can't do, it says:
 //
@@ -94,6 +94,9 @@ type Proc struct {
 	// spawned holds every root Spawn started, forgotten or not: their
 	// zombies are for the caller's cmd.Wait, never for the poller.
 	spawned map[lineage.Identity]bool
+	// orphans are children of ours that are no one's members (unattributed,
+	// or of a forgotten lineage) whose zombies the poller reaps.
+	orphans map[lineage.Identity]bool
 	// leftRecently maps the pids of members gone in the last two scans to
 	// their root, to attribute orphans whose session or group they led.
 	leftRecently, leftBefore map[uint32]lineage.Identity
@@ -117,8 +120,8 @@ type procMember struct {
 	lineage.Member
 	// stack and prevStack are the member's stack address now and at the
 	// poll before: a change means an exec.
-	stack, prevStack uint64
-	pgrp, session    int
+	stack, prevStack    uint64
+	ppid, pgrp, session int
 }
 
 type procRoot struct {
@@ -169,6 +172,7 @@ func OpenProc(opts *ProcOptions) (*Proc, error) {
 		members:      make(map[uint32]*procMember),
 		roots:        make(map[lineage.Identity]*procRoot),
 		spawned:      make(map[lineage.Identity]bool),
+		orphans:      make(map[lineage.Identity]bool),
 		leftRecently: make(map[uint32]lineage.Identity),
 		leftBefore:   make(map[uint32]lineage.Identity),
 		ticker:       make(chan struct{}, 1),
@@ -206,6 +210,18 @@ func (p *Proc) PollStats() PollStats {
 // leaves an orphan. Unless ProcOptions.NoSubreaper is set, Spawn first makes
 // this process a child subreaper (for the rest of its life). The caller keeps
 // cmd and must Wait for it, as with any exec.Cmd.
+//
+// An orphan is a process no poll saw before whose parent is now this process
+// (it was reparented here through the subreaper). It becomes a member, with
+// an unknown (zero) lineage parent, of the spawned root it must come from:
+// the only spawned root, not forgotten, that started before it; or, when
+// there are several, the only one with a member that leads the orphan's
+// session or process group, or shares it (unless this process shares it
+// too). When even that is ambiguous, the orphan is no one's member: an
+// EventFork with Untracked set and PollStats.Unattributed say that it
+// escaped, and its zombie is still reaped. With no spawned root, a new child
+// of this process is not taken for an orphan of any lineage: it is left
+// alone, zombie included.
 func (p *Proc) Spawn(cmd *exec.Cmd, opts RootOptions) (lineage.Identity, error) {
 	if opts.DieWithSupervisor {
 		return lineage.Identity{}, errNoDieWithSupervisor
@@ -385,6 +401,9 @@ func (p *Proc) Forget(root lineage.Identity) error {
 	delete(p.roots, root)
 	for pid, m := range p.members {
 		if m.Root == root {
+			if m.ppid == int(p.self.PID) && !p.spawned[m.Identity] {
+				p.orphans[m.Identity] = true
+			}
 			delete(p.members, pid)
 		}
 	}
@@ -614,22 +633,31 @@ func (p *Proc) apply(now time.Duration) {
 			}
 			continue
 		}
-		m.pgrp, m.session = st.PGRP, st.Session
+		m.ppid, m.pgrp, m.session = st.PPID, st.PGRP, st.Session
 		if st.Comm != m.Comm || changedStack(m.stack, st.StartStack) {
 			p.execed(m, st, now, "", nil)
 		}
 		m.prevStack, m.stack = m.stack, st.StartStack
 	}
 
-	// Processes not seen by the last scan, and zombies we must reap.
+	// Orphans that are no one's members: reap their zombies.
+	for id := range p.orphans {
+		st, ok := p.cur[int(id.PID)]
+		if !ok || st.Identity != id {
+			delete(p.orphans, id)
+			continue
+		}
+		if isZombie(st) {
+			if _, reaped := p.reap(st); reaped {
+				delete(p.orphans, id)
+			}
+		}
+	}
+
+	// Processes not seen by the last scan.
 	fresh := p.fresh[:0]
 	for pid, st := range p.cur {
 		if old, ok := p.prev[pid]; ok && old.StartTicks == st.StartTicks {
-			if isZombie(st) && int(st.PPID) == int(p.self.PID) {
-				if _, isMember := p.members[uint32(pid)]; !isMember {
-					p.reap(st) // an orphan that is not (or no longer) a member
-				}
-			}
 			continue
 		}
 		if m, ok := p.members[uint32(pid)]; (ok && m.StartTicks == st.StartTicks) || st.Kernel {
@@ -665,6 +693,7 @@ func (p *Proc) apply(now time.Duration) {
 				continue // no spawned root it could come from
 			}
 			p.poll.Unattributed++
+			p.orphans[st.Identity] = true
 			p.emit(lineage.Event{Kind: lineage.EventFork, Time: ticksToTime(st.StartTicks), Process: st.Identity, Comm: st.Comm, Untracked: true})
 		}
 	}
@@ -725,6 +754,7 @@ func (p *Proc) addMember(st lineage.Stat, parent, root lineage.Identity, isRoot 
 			Forked:   ticksToTime(st.StartTicks),
 		},
 		stack:   st.StartStack,
+		ppid:    st.PPID,
 		pgrp:    st.PGRP,
 		session: st.Session,
 	}

@@ -262,3 +262,41 @@ func TestProcDoubleForkBetweenPollsEscapesWithoutSubreaper(t *testing.T) {
 		t.Errorf("the daemon did not escape: the documented limit changed; helper said:\n%s", strings.Join(run.lines, "\n"))
 	}
 }
+
+// Orphans that are no one's members are still ours to reap: when two spawned
+// roots could each have left one (the documented ambiguity), and when their
+// root was forgotten.
+func TestProcReapsOrphansThatAreNoOnesMembers(t *testing.T) {
+	for _, mode := range []string{"ambiguous", "forget"} {
+		t.Run(mode, func(t *testing.T) {
+			marker := testutil.Marker(t)
+			testutil.CheckNoLeaks(t, marker)
+			run := runProcHelperCmd(t, mode, testutil.Sleep(marker), false)
+			want := 2
+			if mode == "forget" {
+				want = 1
+			}
+			if len(run.sleepers) != want {
+				t.Fatalf("%d daemons, want %d; helper said:\n%s", len(run.sleepers), want, strings.Join(run.lines, "\n"))
+			}
+			for _, id := range run.sleepers {
+				switch mode {
+				case "ambiguous":
+					if !run.escapedIDs[id] || !run.untracked[id] {
+						t.Errorf("daemon %s: escaped %v, untracked event %v; want both", id, run.escapedIDs[id], run.untracked[id])
+					}
+				case "forget":
+					if !run.members[id] {
+						t.Errorf("daemon %s was not a member before its root was forgotten", id)
+					}
+				}
+				if !run.reaped[id] {
+					t.Errorf("daemon %s: zombie not reaped", id)
+				}
+			}
+			if t.Failed() {
+				t.Logf("helper said:\n%s", strings.Join(run.lines, "\n"))
+			}
+		})
+	}
+}
