@@ -35,6 +35,9 @@ type jobReport struct {
 	Reaping     string `json:"reaping"`
 	// Reap is what the reaper did, when the decision was to reap.
 	Reap *reap.Report `json:"reap,omitempty"`
+	// Contained are the processes that members forked while being reaped,
+	// killed at birth by the kernel's containment.
+	Contained []lineage.Identity `json:"contained_at_birth,omitempty"`
 	// Leftovers are the members alive after the job, when the decision was
 	// only to report them.
 	Leftovers []leftover   `json:"leftovers,omitempty"`
@@ -91,6 +94,11 @@ func (r *jobReport) addLeftovers(ms []lineage.Member, tree *lineage.Tree, proc l
 func (r *jobReport) fill(tree *lineage.Tree) {
 	if r.Reap == nil {
 		return
+	}
+	for _, m := range tree.Lineage(r.Root) {
+		if m.Contained {
+			r.Contained = append(r.Contained, m.Identity)
+		}
 	}
 	for i := range r.Reap.Outcomes {
 		o := &r.Reap.Outcomes[i]
@@ -214,6 +222,9 @@ func (r *jobReport) write(o *runOptions) error {
 			fmt.Fprintf(tw, "  %s\t%d\t%s\t-\tleft running\t%s\n", l.Identity, l.Parent.PID, round(l.Age), commandText(l.Argv, l.Comm))
 		}
 		tw.Flush()
+	}
+	if n := len(r.Contained); n > 0 {
+		fmt.Fprintf(w, "lineage: %d %s forked during the reap %s killed at birth\n", n, plural(n, "process", "processes"), plural(n, "was", "were"))
 	}
 	if r.Reap != nil && len(r.Reap.Survivors) > 0 {
 		fmt.Fprintf(w, "lineage: WARNING: %d %s could not be ended: %v\n", len(r.Reap.Survivors), plural(len(r.Reap.Survivors), "process", "processes"), r.Reap.Survivors)
