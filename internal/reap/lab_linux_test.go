@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,9 +34,17 @@ import (
 // race detector makes the test binary slow to start.
 const nurseryEnv = "LINEAGE_REAP_TEST_NURSERY"
 
+// leaderExitEnv makes the test binary a process whose leader thread exits
+// while another thread runs on for a minute: /proc shows it as state Z, yet
+// it lives.
+const leaderExitEnv = "LINEAGE_REAP_TEST_LEADER_EXIT"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(nurseryEnv) == "1" {
 		os.Exit(runNursery())
+	}
+	if os.Getenv(leaderExitEnv) == "1" {
+		leaderExit()
 	}
 	code := m.Run()
 	theNursery.close()
@@ -93,6 +102,20 @@ func runNursery() int {
 		fmt.Println(pid)
 	}
 	return 0
+}
+
+func leaderExit() {
+	go func() {
+		time.Sleep(time.Minute)
+		os.Exit(0)
+	}()
+	// The main goroutine runs on the leader thread until it unlocks; exit
+	// that thread alone (exit, not exit_group).
+	runtime.LockOSThread()
+	fmt.Println("ready")
+	for {
+		syscall.RawSyscall(syscall.SYS_EXIT, 0, 0, 0)
+	}
 }
 
 // theNursery is the one nursery of this test binary, started on first use.
@@ -157,10 +180,11 @@ func (n *nurseryProc) close() {
 // pstat is what the tests read of /proc/PID/stat, by their own parser so
 // that they don't rely on the code under test.
 type pstat struct {
-	id    lineage.Identity
-	ppid  int
-	pgrp  int
-	state string
+	id      lineage.Identity
+	ppid    int
+	pgrp    int
+	state   string
+	threads int
 }
 
 func readStat(pid int) (pstat, bool) {
@@ -178,8 +202,9 @@ func readStat(pid int) (pstat, bool) {
 	}
 	ppid, _ := strconv.Atoi(f[1])
 	pgrp, _ := strconv.Atoi(f[2])
+	threads, _ := strconv.Atoi(f[17])
 	start, _ := strconv.ParseUint(f[19], 10, 64)
-	return pstat{id: lineage.Identity{PID: uint32(pid), StartTicks: start}, ppid: ppid, pgrp: pgrp, state: f[0]}, true
+	return pstat{id: lineage.Identity{PID: uint32(pid), StartTicks: start}, ppid: ppid, pgrp: pgrp, state: f[0], threads: threads}, true
 }
 
 // scanProc reads every process in /proc.
@@ -198,10 +223,11 @@ func scanProc() map[int]pstat {
 	return out
 }
 
-// running reports whether id is alive and not a zombie.
+// running reports whether id is alive: not a zombie (a leader thread in
+// state Z whose other threads run on is alive).
 func running(id lineage.Identity) bool {
 	st, ok := readStat(int(id.PID))
-	return ok && st.id == id && st.state != "Z" && st.state != "X"
+	return ok && st.id == id && (st.threads > 1 || st.state != "Z" && st.state != "X")
 }
 
 func identityOf(t testing.TB, pid int) lineage.Identity {
@@ -494,7 +520,7 @@ func (j *job) stop() {
 		j.discover(procs)
 		var left []lineage.Identity
 		for _, id := range j.order {
-			if st, ok := procs[int(id.PID)]; ok && st.id == id && st.state != "Z" {
+			if st, ok := procs[int(id.PID)]; ok && st.id == id && (st.threads > 1 || st.state != "Z") {
 				left = append(left, id)
 			}
 		}

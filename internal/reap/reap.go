@@ -262,10 +262,13 @@ func Reap(ctx context.Context, src Source, opts Options) (Report, error) {
 		defer p.Close()
 		opts.Signaler = p
 	}
+	stats := proc.StatReader()
+	defer stats.Close()
 	r := &reaper{
 		src:   src,
 		opts:  opts,
 		proc:  proc,
+		stats: stats,
 		guard: g,
 		sig:   opts.Signaler,
 		byID:  make(map[lineage.Identity]*victim),

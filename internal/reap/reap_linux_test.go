@@ -201,6 +201,32 @@ func TestReapZombie(t *testing.T) {
 	}
 }
 
+// A member whose leader thread has exited while another runs on shows as a
+// zombie in /proc, but lives: it is signalled like any other.
+func TestReapLeaderExited(t *testing.T) {
+	l := newLab(t)
+	j := l.start(leaderExitEnv + "=1 " + shellQuote(os.Args[0]) + "; sleep 60")
+	var m lineage.Identity
+	for deadline := time.Now().Add(20 * time.Second); m.IsZero(); time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no member with an exited leader appeared")
+		}
+		for _, c := range j.members() {
+			if st, ok := readStat(int(c.PID)); ok && st.id == c.Identity && st.state == "Z" && st.threads > 1 {
+				m = c.Identity
+			}
+		}
+	}
+	if !running(m) {
+		t.Fatalf("%s does not count as running", m)
+	}
+	rep := reapJob(t, j, Options{Grace: 10 * time.Second, Contain: modes[0].contain})
+	out := checkReport(t, j, rep)
+	if o := out[m]; o.Result != Terminated || !slices.Equal(o.Sent, []string{"TERM"}) {
+		t.Errorf("the process with an exited leader: %s, sent %v; want terminated by TERM", o.Result, o.Sent)
+	}
+}
+
 func TestReapLinger(t *testing.T) {
 	t.Run("all exit", func(t *testing.T) {
 		l := newLab(t)

@@ -19,6 +19,7 @@ type reaper struct {
 	src   Source
 	opts  Options
 	proc  lineage.ProcFS
+	stats *lineage.StatReader // the check's reader of /proc/PID/stat
 	guard *guard
 	sig   Signaler
 
@@ -51,7 +52,8 @@ type victim struct {
 	confirmed bool
 	argv      []string // read from /proc, not yet confirmed
 	procArgv  bool     // out.Argv comes from /proc, not from the Source
-	comm      string   // the comm when out.Argv was confirmed
+	comm      string   // the comm and start of stack when out.Argv was
+	stack     uint64   // confirmed: when either changes, it exec'd
 
 	stat    lineage.Stat
 	statGen uint64 // gen in which stat was read; 0: none
@@ -401,7 +403,7 @@ func (r *reaper) check(v *victim) (lineage.Stat, bool) {
 		return v.stat, true
 	}
 	pid := int(v.id.PID)
-	st, err := r.proc.Stat(pid)
+	st, err := r.stats.Stat(pid)
 	if err != nil {
 		if errors.Is(r.sig.Send(v.pin, 0), lineage.ErrNoProcess) {
 			r.ended(v) // gone
@@ -425,17 +427,21 @@ func (r *reaper) check(v *victim) (lineage.Stat, bool) {
 		if v.procArgv {
 			v.out.Argv = v.argv
 		}
-		v.argv, v.comm = nil, st.Comm
-	} else if v.procArgv && st.Comm != v.comm {
+		v.argv, v.comm, v.stack = nil, st.Comm, st.StartStack
+	} else if v.procArgv && (st.Comm != v.comm || st.StartStack != v.stack) && !st.Zombie() {
 		// It ran a new program since its argv was read: read it again,
 		// and keep it if the identity still holds after the read.
 		if argv, err := r.proc.Argv(pid); err == nil {
-			if again, err := r.proc.Stat(pid); err == nil && again.StartTicks == v.id.StartTicks {
-				v.out.Argv, v.comm, st = argv, again.Comm, again
+			if again, err := r.stats.Stat(pid); err == nil && again.StartTicks == v.id.StartTicks {
+				v.out.Argv, v.comm, v.stack, st = argv, again.Comm, again.StartStack, again
 			}
 		}
 	}
 	if st.Zombie() {
+		if st.ExitCode != 0 {
+			code := st.ExitCode
+			v.out.Status = &code
+		}
 		r.ended(v)
 		return lineage.Stat{}, false
 	}
