@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/internal/reap"
+)
+
+func TestNewCmdRunParsesFlags(t *testing.T) {
+	var got *runOptions
+	var stdout, stderr bytes.Buffer
+	cmd := newCmdRun(streams{out: &stdout, err: &stderr}, func(o *runOptions) error {
+		got = o
+		return nil
+	})
+	cmd.SetArgs([]string{"--backend", "PROC", "--deadline", "30m", "--linger", "2s", "--grace", "3s",
+		"--keep", "exe:/usr/bin/redis-server", "--reaping", "off", "--interval", "250ms", "--report", "r.json",
+		"--", "make", "-j4", "--keep", "test"})
+	cmd.SetOut(&stdout)
+	cmd.SetErr(&stderr)
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got == nil {
+		t.Fatal("runF was not called")
+	}
+	if got.backend != loader.BackendProc || got.Deadline != 30*time.Minute || got.Linger != 2*time.Second ||
+		got.Grace != 3*time.Second || got.interval != 250*time.Millisecond || got.ReportFile != "r.json" {
+		t.Errorf("options %+v", got)
+	}
+	// Flags after -- belong to the command.
+	if want := []string{"make", "-j4", "--keep", "test"}; !slices.Equal(got.Command, want) {
+		t.Errorf("command %q, want %q", got.Command, want)
+	}
+	if len(got.keep) != 1 || got.keep[0].String() != "exe:/usr/bin/redis-server" {
+		t.Errorf("keep rules %v", got.keep)
+	}
+	if !got.reaping.Off {
+		t.Errorf("reaping %v, want off", got.reaping)
+	}
+}
+
+func TestNewCmdRunFlagsStopAtTheCommand(t *testing.T) {
+	var got *runOptions
+	cmd := newCmdRun(streams{out: &bytes.Buffer{}, err: &bytes.Buffer{}}, func(o *runOptions) error { got = o; return nil })
+	// Without --, the first non-flag argument starts the command.
+	cmd.SetArgs([]string{"--grace", "1s", "sh", "-c", "exit 0", "--deadline", "1s"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"sh", "-c", "exit 0", "--deadline", "1s"}; !slices.Equal(got.Command, want) {
+		t.Errorf("command %q, want %q", got.Command, want)
+	}
+	if got.Deadline != 0 {
+		t.Errorf("the command's --deadline was taken as lineage's")
+	}
+}
+
+func TestRunOptionsKillSwitchFromEnvironment(t *testing.T) {
+	for _, c := range []struct {
+		env, flag string
+		off       bool
+		wantErr   bool
+	}{
+		{"", "", false, false},
+		{"off", "", true, false},
+		{"on", "off", false, false},
+		{"off", "on", true, false},
+		{"", "off", true, false},
+		{"maybe", "", false, true},
+		{"OFF", "", false, true},
+	} {
+		var got *runOptions
+		cmd := newCmdRun(streams{out: &bytes.Buffer{}, err: &bytes.Buffer{}}, func(o *runOptions) error { got = o; return nil })
+		args := []string{}
+		if c.flag != "" {
+			args = append(args, "--reaping", c.flag)
+		}
+		cmd.SetArgs(append(args, "--", "true"))
+		t.Setenv(policy.EnvReaping, c.env)
+		err := cmd.Execute()
+		if c.wantErr {
+			if err == nil || !errors.Is(err, policy.ErrInvalid) {
+				t.Errorf("env %q: %v, want an invalid-value error", c.env, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("env %q flag %q: %v", c.env, c.flag, err)
+		}
+		if got.reaping.Off != c.off {
+			t.Errorf("env %q flag %q: reaping %v", c.env, c.flag, got.reaping)
+		}
+	}
+}
+
+func TestReportExitCodes(t *testing.T) {
+	r := &jobReport{}
+	for _, c := range []struct {
+		end  jobEnd
+		want int
+	}{
+		{jobEnd{exited: true, status: 3 << 8}, 3},
+		{jobEnd{exited: true, status: 9}, 137},
+		{jobEnd{exited: true, status: 15}, 143},
+		{jobEnd{deadline: true, exited: true, status: 9}, exitDeadline},
+		{jobEnd{}, exitFailure},
+	} {
+		if got := r.exitCode(c.end); got != c.want {
+			t.Errorf("%+v: exit %d, want %d", c.end, got, c.want)
+		}
+	}
+}
+
+func TestReportText(t *testing.T) {
+	root := lineage.Identity{PID: 100, StartTicks: 5}
+	leak := lineage.Identity{PID: 101, StartTicks: 6}
+	r := &jobReport{
+		Command: []string{"sh", "-c", "sleep 1 &"},
+		Root:    root,
+		Backend: loader.Choice{Backend: "bpf"},
+		JobTook: 1500 * time.Millisecond,
+		Reap: &reap.Report{Containment: "kernel", Outcomes: []reap.Outcome{
+			{Member: lineage.Member{Identity: leak, Parent: root}, Argv: []string{"sleep", "1"}, Signal: "TERM", Result: reap.Terminated},
+		}},
+		Decision: "reap: the root exited",
+		Stats:    loader.Stats{EventsLost: 3},
+	}
+	r.setStatus(0)
+	r.warnLosses("bpf")
+	var out bytes.Buffer
+	if err := r.write(&runOptions{s: streams{err: &out}}); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{"job sh -c 'sleep 1 &': exit 0 after 1.5s (backend bpf)", "1 process left behind", "101@6", "TERM", "terminated", "sleep 1", "3 events lost"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q:\n%s", want, text)
+		}
+	}
+}
