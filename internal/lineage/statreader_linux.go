@@ -42,6 +42,8 @@ const procSuperMagic = 0x9fa0
 type openStat struct {
 	fd  int
 	gen uint64
+	// comm is the name last read, reused while it stays the same.
+	comm string
 }
 
 // StatReader returns a reader of the same /proc tree.
@@ -67,7 +69,7 @@ func (p ProcFS) StatReader() *StatReader {
 // Stat reads /proc/PID/stat. It wraps ErrNoProcess when pid is gone.
 func (r *StatReader) Stat(pid int) (Stat, error) {
 	if o, ok := r.open[pid]; ok {
-		if st, err := r.readFD(pid, o.fd); err == nil || !errors.Is(err, ErrNoProcess) {
+		if st, err := r.readFD(pid, o.fd, o.comm); err == nil || !errors.Is(err, ErrNoProcess) {
 			return st, err
 		}
 		r.drop(pid)
@@ -77,7 +79,7 @@ func (r *StatReader) Stat(pid int) (Stat, error) {
 		return Stat{}, err
 	}
 	defer syscall.Close(fd)
-	return r.readFD(pid, fd)
+	return r.readFD(pid, fd, "")
 }
 
 // Scan lists every process and hands each one's stat to fn, in the order of
@@ -108,9 +110,9 @@ func (r *StatReader) Scan(fn func(Stat), failed func(pid int, err error)) (int, 
 
 func (r *StatReader) scanOne(pid int) (Stat, error) {
 	if o, ok := r.open[pid]; ok {
-		st, err := r.readFD(pid, o.fd)
+		st, err := r.readFD(pid, o.fd, o.comm)
 		if err == nil {
-			r.open[pid] = openStat{fd: o.fd, gen: r.gen}
+			r.open[pid] = openStat{fd: o.fd, gen: r.gen, comm: st.Comm}
 			return st, nil
 		}
 		// That process is gone; the pid may now be another's.
@@ -123,12 +125,12 @@ func (r *StatReader) scanOne(pid int) (Stat, error) {
 	if err != nil {
 		return Stat{}, err
 	}
-	st, err := r.readFD(pid, fd)
+	st, err := r.readFD(pid, fd, "")
 	if err != nil || len(r.open) >= r.maxOpen {
 		syscall.Close(fd)
 		return st, err
 	}
-	r.open[pid] = openStat{fd: fd, gen: r.gen}
+	r.open[pid] = openStat{fd: fd, gen: r.gen, comm: st.Comm}
 	return st, nil
 }
 
@@ -142,8 +144,9 @@ func (r *StatReader) openStat(pid int) (int, error) {
 
 // readFD reads a whole stat record from fd. The kernel fills the record in
 // one read when the buffer is big enough; a short read is the end of the
-// file, here as for a regular file in a fake tree.
-func (r *StatReader) readFD(pid, fd int) (Stat, error) {
+// file, here as for a regular file in a fake tree. A name equal to comm is
+// returned as comm, without allocating.
+func (r *StatReader) readFD(pid, fd int, comm string) (Stat, error) {
 	for {
 		n, err := syscall.Pread(fd, r.buf, 0)
 		switch {
@@ -155,7 +158,7 @@ func (r *StatReader) readFD(pid, fd int) (Stat, error) {
 			r.buf = make([]byte, 2*len(r.buf))
 			continue
 		}
-		return ParseStat(pid, r.buf[:n])
+		return parseStat(pid, r.buf[:n], comm)
 	}
 }
 
@@ -247,13 +250,18 @@ var states = func() [256]string {
 // ParseStat parses the contents of /proc/PID/stat. It needs the fields up to
 // 22 (start time); later ones (28, the stack; 52, the exit code) are read
 // when present, as on every kernel lineage runs on.
-func ParseStat(pid int, data []byte) (Stat, error) {
+func ParseStat(pid int, data []byte) (Stat, error) { return parseStat(pid, data, "") }
+
+func parseStat(pid int, data []byte, comm string) (Stat, error) {
 	l := bytes.IndexByte(data, '(')
 	r := bytes.LastIndexByte(data, ')')
 	if l < 0 || r < l || r+2 >= len(data) {
 		return Stat{}, fmt.Errorf("pid %d: %w: %q", pid, errMalformedStat, data)
 	}
-	st := Stat{Comm: string(data[l+1 : r])}
+	st := Stat{Comm: comm}
+	if string(data[l+1:r]) != comm {
+		st.Comm = string(data[l+1 : r])
+	}
 	st.PID = uint32(pid)
 	rest := data[r+2:]
 	field := 3 // the state is field 3

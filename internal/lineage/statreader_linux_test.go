@@ -167,7 +167,7 @@ func TestStatReaderScanFollowsProcessesNotPids(t *testing.T) {
 		t.Errorf("zombie: %+v (found %v), want state Z, exit code 9, through the same file", st, ok)
 	}
 	_ = cmd.Wait()
-	if _, err := r.readFD(pid, fd); !errors.Is(err, ErrNoProcess) {
+	if _, err := r.readFD(pid, fd, ""); !errors.Is(err, ErrNoProcess) {
 		t.Errorf("reaped process's kept file: %v, want ErrNoProcess", err)
 	}
 	if _, ok := find(); ok {

@@ -17,7 +17,7 @@ const (
 	DefaultMinInterval = 20 * time.Millisecond
 	// DefaultMaxInterval is the longest adaptive interval. The budget holds
 	// as long as a scan costs less than DefaultPollBudget × this (1.5 s of
-	// CPU, some 100,000 processes at the measured cost of a scan).
+	// CPU: over 100,000 processes at the measured cost of a scan).
 	DefaultMaxInterval = 30 * time.Second
 )
 
@@ -27,7 +27,8 @@ type ProcOptions struct {
 	ProcRoot string
 	// Interval, when positive, is a fixed time between two polls. Zero
 	// (the default) adapts it to what a scan costs: the interval is the
-	// scan's CPU time divided by Budget, within MinInterval and
+	// scan's CPU time divided by 80 % of Budget (the rest is headroom for
+	// the runtime and for growth between scans), within MinInterval and
 	// MaxInterval. Negative is an error; read user input with
 	// [ParseInterval], which also refuses zero.
 	Interval time.Duration

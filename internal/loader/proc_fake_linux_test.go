@@ -537,9 +537,9 @@ func TestProcAdaptiveInterval(t *testing.T) {
 	for _, tc := range []struct {
 		cost, want time.Duration
 	}{
-		{100 * time.Microsecond, DefaultMinInterval}, // floor
-		{5 * time.Millisecond, 100 * time.Millisecond},
-		{60 * time.Millisecond, 1200 * time.Millisecond}, // a rise is followed at once
+		{100 * time.Microsecond, DefaultMinInterval},     // floor
+		{5 * time.Millisecond, 125 * time.Millisecond},   // 5 ms / (80 % of 5 %)
+		{60 * time.Millisecond, 1500 * time.Millisecond}, // a rise is followed at once
 		{10 * time.Second, DefaultMaxInterval},           // ceiling
 	} {
 		p.setInterval(tc.cost)

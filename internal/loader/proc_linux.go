@@ -576,6 +576,11 @@ func (p *Proc) scanLocked() error {
 func (p *Proc) keep(st lineage.Stat)            { p.cur[int(st.PID)] = st }
 func (p *Proc) markUnreadable(pid int, _ error) { p.unreadable[pid] = true }
 
+// budgetAim is the share of the budget the scans themselves aim at; the rest
+// is for what a scan's CPU time doesn't show (the runtime's wakeups and
+// garbage collection) and for processes appearing between two scans.
+const budgetAim = 0.8
+
 // setInterval adapts the poll interval to the cost of a scan: it follows a
 // rise at once and a fall slowly, so the budget holds while the number of
 // processes grows. Callers hold mu.
@@ -589,7 +594,7 @@ func (p *Proc) setInterval(cost time.Duration) {
 	} else {
 		p.cost = (3*p.cost + cost) / 4
 	}
-	iv := time.Duration(float64(p.cost) / p.opts.Budget)
+	iv := time.Duration(float64(p.cost) / (p.opts.Budget * budgetAim)).Round(time.Microsecond)
 	p.poll.Interval = min(max(iv, p.opts.MinInterval), p.opts.MaxInterval)
 	p.poll.Adaptive = true
 }
