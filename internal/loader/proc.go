@@ -39,9 +39,10 @@ type ProcOptions struct {
 	// (0, 1] (default DefaultPollBudget).
 	Budget float64
 	// NoSubreaper keeps Spawn from making this process a child subreaper,
-	// for a caller that manages the subreaper bit, and reaps its orphans,
-	// itself. Without the bit, a double fork that completes between two
-	// polls escapes.
+	// for a caller that sets the bit, and reaps its orphans, itself: orphans
+	// reparented to this process are still attributed to their spawned root
+	// (see Proc.Spawn), and the poller reaps none of them. Without the bit,
+	// a double fork that completes between two polls escapes.
 	NoSubreaper bool
 	// MaxPending bounds the events waiting for Run (default 65536); events
 	// beyond it are dropped and counted as EventsLost. Membership stays
