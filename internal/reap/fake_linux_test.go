@@ -118,6 +118,8 @@ type fakeSignaler struct {
 	sent    map[int][]string
 	react   func(pid int, sig syscall.Signal) (exits bool)
 	onWait  func()
+	// maxPins, if set, is how many pins may be open at once (EMFILE).
+	maxPins int
 }
 
 func newFakeSignaler(f *fakeProc) *fakeSignaler {
@@ -134,6 +136,9 @@ func (s *fakeSignaler) exists(pid int) bool {
 func (s *fakeSignaler) Open(pid int) (Pin, error) {
 	if !s.exists(pid) {
 		return 0, fmt.Errorf("fake open %d: %w", pid, lineage.ErrNoProcess)
+	}
+	if s.maxPins > 0 && len(s.pins) >= s.maxPins {
+		return 0, fmt.Errorf("fake open %d: %w", pid, syscall.EMFILE)
 	}
 	s.next++
 	s.pins[s.next] = pid
@@ -454,5 +459,26 @@ func TestFakeAge(t *testing.T) {
 	_, out := fakeReap(t, f, s, listed(s, id), Options{Contain: func() (string, error) { return "given", nil }})
 	if o := out[id]; o.Age < 100*time.Second || o.Age > 101*time.Second {
 		t.Errorf("age %v, want about 100s (the clock is at 1000s)", o.Age)
+	}
+}
+
+// Out of file descriptors for pins, the reaper ends what it has pinned,
+// frees those pins, and takes in the rest: every member is still ended.
+func TestFakeOutOfPins(t *testing.T) {
+	f := newFakeProc(t)
+	s := newFakeSignaler(f)
+	s.maxPins = 3
+	var ids []lineage.Identity
+	for pid := 40001; pid <= 40008; pid++ {
+		ids = append(ids, f.add(fakeProcess{pid: pid, start: 5000}))
+	}
+	rep, out := fakeReap(t, f, s, listed(s, ids...), Options{Grace: time.Second, Contain: func() (string, error) { return "given", nil }})
+	for _, id := range ids {
+		if o := out[id]; o.Result != Killed {
+			t.Errorf("%s: %s %q, sent %v; want killed", id, o.Result, o.Reason, o.Sent)
+		}
+	}
+	if len(rep.Survivors) > 0 || len(s.pins) > 0 {
+		t.Errorf("survivors %v, pins left %d", rep.Survivors, len(s.pins))
 	}
 }

@@ -62,7 +62,7 @@ type Options struct {
 	Poll time.Duration
 
 	// Contain, if set, is called once after the linger and before the first
-	// signal, when something is left to signal. It keeps the lineage from
+	// signal, when the Source still lists members. It keeps the lineage from
 	// growing (for instance by killing new children at birth in the kernel)
 	// and returns the containment's name ("kernel", "kernel-forker"), which
 	// the report carries. When Contain is nil, returns ContainStop or fails,
@@ -73,7 +73,8 @@ type Options struct {
 	// had none. A member it keeps is never signalled and is reported as
 	// kept with the reason. Keep can only spare: nothing it says adds a
 	// victim. It does not spare a kept member's children, which are asked
-	// about separately.
+	// about separately (so a kept member that forks without end keeps the
+	// reap going until ctx ends).
 	Keep func(lineage.Member) (keep bool, reason string)
 	// Refuse, if set, is asked at every signal, after the reaper's own
 	// checks, with the member and its /proc/PID/stat as read just then;
@@ -133,8 +134,9 @@ const (
 	Killed Result = "killed"
 	// Kept: Options.Keep spared it; it was never signalled.
 	Kept Result = "kept"
-	// Vanished: it was gone when the reaper first looked (its pid was
-	// free, or named another process); nothing was sent.
+	// Vanished: it was gone when the reaper first looked: its pid was
+	// free, or named another process, or it ended before its identity
+	// could be checked. Nothing was sent.
 	Vanished Result = "vanished"
 	// Refused: it is protected (see the package documentation); nothing was
 	// sent to it after the refusal. Reason says why.
@@ -160,8 +162,9 @@ type Outcome struct {
 	Sent   []string `json:"sent,omitempty"`
 	Result Result   `json:"result"`
 	Reason string   `json:"reason,omitempty"`
-	// Status is how it ended, when the kernel told (Linux 6.15+, and only
-	// once its parent has reaped it).
+	// Status is how it ended, when the kernel told: through its pidfd once
+	// its parent has reaped it (PIDFD_INFO_EXIT, Linux 6.15+), or in its
+	// stat while it was a zombie.
 	Status *lineage.ExitStatus `json:"status,omitempty"`
 }
 
@@ -178,8 +181,8 @@ type Phases struct {
 type Report struct {
 	Outcomes []Outcome `json:"outcomes"`
 	// Containment is how the lineage was kept from growing: the name
-	// returned by Options.Contain, or ContainStop; "" when nothing was left
-	// to signal after the linger.
+	// returned by Options.Contain, or ContainStop; "" when the lineage
+	// was empty after the linger.
 	Containment string `json:"containment,omitempty"`
 	// Passes counts the kill passes: list, kill, wait for the deaths.
 	Passes int           `json:"passes"`
@@ -222,6 +225,11 @@ func (r Report) Count(res Result) int {
 // them, and returns the report so far with an error. The error wraps
 // ErrSurvivors when members it meant to end are still alive. Reap may be
 // called from several goroutines at once; each call uses its own Options.
+//
+// Each member holds a pidfd from its first signal to the end of the reap.
+// When the process runs out of file descriptors, the reaper frees those of
+// members already gone and lets the others wait for a later pass; the stop
+// containment can't stop members it can't pin.
 func Reap(ctx context.Context, src Source, opts Options) (Report, error) {
 	if src == nil {
 		return Report{}, fmt.Errorf("%w: no source", ErrInvalidOptions)

@@ -43,9 +43,6 @@ func identities(ms []lineage.Member) []lineage.Identity {
 
 func reapJob(t *testing.T, j *job, opts Options) Report {
 	t.Helper()
-	if opts.Signaler == nil {
-		opts.Signaler = realSignaler(t)
-	}
 	if opts.Poll == 0 {
 		opts.Poll = 5 * time.Millisecond
 	}
@@ -565,7 +562,7 @@ func TestReapCanceled(t *testing.T) {
 	j := l.start("trap '' TERM; sleep 60 & sleep 60 & echo ready; wait")
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	rep, err := Reap(ctx, j, Options{Grace: 30 * time.Second, Signaler: realSignaler(t)})
+	rep, err := Reap(ctx, j, Options{Grace: 30 * time.Second})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Reap: %v, want the deadline", err)
 	}
@@ -606,7 +603,7 @@ func TestReapSourceFails(t *testing.T) {
 		}
 		return j.Members()
 	})
-	rep, err := Reap(context.Background(), src, Options{Grace: 30 * time.Second, Signaler: realSignaler(t)})
+	rep, err := Reap(context.Background(), src, Options{Grace: 30 * time.Second})
 	if !errors.Is(err, boom) {
 		t.Fatalf("Reap: %v, want the source's error", err)
 	}

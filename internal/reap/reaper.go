@@ -221,7 +221,7 @@ func (r *reaper) kill(ctx context.Context) error {
 			return err
 		}
 		targets := r.liveVictims()
-		if len(targets) == 0 {
+		if len(targets) == 0 && len(r.pending) == 0 {
 			empty++
 			continue
 		}
@@ -295,14 +295,18 @@ func (r *reaper) list(fresh func(*victim)) error {
 		return fmt.Errorf("list members: %w", err)
 	}
 	r.see(ms)
-	for _, v := range r.pending {
+	waiting := r.pending
+	r.pending = nil
+	for _, v := range waiting {
 		r.gen++
-		r.admit(v)
+		if !r.admit(v) {
+			r.pending = append(r.pending, v)
+			continue
+		}
 		if v.live && fresh != nil {
 			fresh(v)
 		}
 	}
-	r.pending = r.pending[:0]
 	return nil
 }
 
@@ -335,24 +339,28 @@ func (r *reaper) liveVictims() []*victim {
 }
 
 // admit takes in a member seen for the first time: it pins it, reads its
-// command line, checks its identity and the protected set, and asks Keep.
-func (r *reaper) admit(v *victim) {
+// command line, checks its identity and the protected set, and asks Keep. It
+// returns false when the member must wait for a later pass: out of file
+// descriptors for pins, with pinned members still to end.
+func (r *reaper) admit(v *victim) bool {
 	m := v.out.Member
 	if reason := r.guard.refuseIdentity(m.Identity); reason != "" {
 		r.end(v, Refused, reason)
-		return
+		return true
 	}
 	p, err := r.open(int(m.PID))
 	switch {
 	case errors.Is(err, lineage.ErrNoProcess):
 		r.end(v, Vanished, fmt.Sprintf("pid %d was free when the reaper came", m.PID))
-		return
+		return true
 	case errors.Is(err, ErrNotProcess):
 		r.end(v, Refused, fmt.Sprintf("pid %d is not a process: %v", m.PID, err))
-		return
+		return true
+	case (errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)) && r.live > 0:
+		return false
 	case err != nil:
 		r.end(v, Survived, fmt.Sprintf("pin: %v", err))
-		return
+		return true
 	}
 	v.pin, v.pinned, v.live = p, true, true
 	r.byPin[p] = v
@@ -363,7 +371,7 @@ func (r *reaper) admit(v *victim) {
 		v.procArgv = true
 	}
 	if _, ok := r.check(v); !ok {
-		return
+		return true
 	}
 	if r.opts.Keep != nil {
 		km := m
@@ -375,13 +383,15 @@ func (r *reaper) admit(v *victim) {
 			r.end(v, Kept, why)
 		}
 	}
+	return true
 }
 
-// open pins pid; when out of file descriptors it frees the pins of ended
-// victims and tries once more.
+// open pins pid; when out of file descriptors it collects the exits so far,
+// frees the pins of ended victims and tries once more.
 func (r *reaper) open(pid int) (Pin, error) {
 	p, err := r.sig.Open(pid)
 	if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+		_ = r.await(0)
 		for _, v := range r.victims {
 			if v.done && v.pinned && v.out.Result != Survived {
 				r.release(v)
@@ -536,7 +546,9 @@ func (r *reaper) release(v *victim) {
 func (r *reaper) abort(cause error) {
 	for _, v := range r.pending {
 		r.gen++
-		r.admit(v)
+		if !r.admit(v) {
+			r.end(v, Survived, "reap cut short before it could be pinned")
+		}
 	}
 	r.pending = nil
 	r.gen++
@@ -557,8 +569,8 @@ func (r *reaper) finish(start time.Duration) {
 	r.rep.Took = now - start
 	r.rep.Outcomes = make([]Outcome, 0, len(r.victims))
 	for _, v := range r.victims {
-		if v.live { // only when Reap returned early without abort
-			r.end(v, Survived, "still alive")
+		if !v.done { // only when Reap returned early without abort
+			r.end(v, Survived, "not ended")
 		}
 		r.release(v)
 		end := now
