@@ -118,22 +118,57 @@ static __always_inline void submit(struct event *e)
 	bpf_ringbuf_submit(e, flags);
 }
 
-/* SIGKILL the process pid if it is still the one that started at start. */
-static __always_inline int kill_identity(__u32 pid, __u64 start)
+#define EBUSY 16
+/* How long kills may wait for the CPU's signal slot: per contained child,
+ * and in all when the supervisor dies. */
+#define KILL_PATIENCE_NS (10ULL * 1000 * 1000)
+#define SUPERVISOR_PATIENCE_NS (1000ULL * 1000 * 1000)
+
+struct kill_ctx {
+	__u64 start;
+	__u64 deadline_ns; /* give up retrying past this (bpf_ktime_get_ns) */
+	__u32 pid;
+	int err;
+};
+
+static long try_kill(__u32 i, struct kill_ctx *k)
 {
-	struct task_struct *t;
-	int err = -1;
+	struct task_struct *t = bpf_task_from_pid(k->pid);
+
+	if (!t) {
+		k->err = -1;
+		return 1;
+	}
+	if ((t->flags & PF_KTHREAD) || t->start_boottime / NSEC_PER_USER_TICK != k->start) {
+		bpf_task_release(t);
+		k->err = -1; /* gone, and the pid is a stranger's now */
+		return 1;
+	}
+	k->err = bpf_send_signal_task(t, SIGKILL, PIDTYPE_TGID, 0);
+	bpf_task_release(t);
+	if (k->err != -EBUSY)
+		return 1;
+	return bpf_ktime_get_ns() > k->deadline_ns;
+}
+
+/*
+ * SIGKILL the process pid if it is still the one that started at start.
+ *
+ * Tracepoints run with preemption disabled, so the kernel defers the signal
+ * to a per-CPU irq_work that holds one signal at a time, and answers -EBUSY
+ * until that has run, on a self-interrupt. Retry until then, up to
+ * deadline_ns, so that a run of kills (a lineage whose supervisor died, a
+ * fork storm being contained) loses none.
+ */
+static __always_inline int kill_identity(__u32 pid, __u64 start, __u64 deadline_ns)
+{
+	struct kill_ctx k = {.pid = pid, .start = start, .deadline_ns = deadline_ns, .err = -1};
 
 	if (!bpf_ksym_exists(bpf_task_from_pid) || !bpf_ksym_exists(bpf_send_signal_task) ||
 	    !bpf_ksym_exists(bpf_task_release))
 		return -1;
-	t = bpf_task_from_pid(pid);
-	if (!t)
-		return -1;
-	if (!(t->flags & PF_KTHREAD) && t->start_boottime / NSEC_PER_USER_TICK == start)
-		err = bpf_send_signal_task(t, SIGKILL, PIDTYPE_TGID, 0);
-	bpf_task_release(t);
-	return err;
+	bpf_loop(1 << 20, try_kill, &k, 0);
+	return k.err;
 }
 
 static __always_inline int spawn_root(struct task_struct *parent, struct task_struct *child, __u32 pid)
@@ -218,11 +253,14 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 
 	if (flags & EVENT_F_CONTAINED) {
 		/* As cgroup.kill does: a reaping lineage can't outgrow the reaper. */
-		if (kill_identity(pid, m.start) == 0) {
+		if (kill_identity(pid, m.start, bpf_ktime_get_ns() + KILL_PATIENCE_NS) == 0) {
 			count(STAT_CONTAINED);
 		} else {
 			/* No kfuncs: the only task we may signal is the forker itself. */
-			if (bpf_send_signal(SIGKILL) == 0)
+			int err = -EBUSY;
+			for (int i = 0; i < 4096 && err == -EBUSY; i++)
+				err = bpf_send_signal(SIGKILL);
+			if (err == 0)
 				count(STAT_CONTAINED);
 			else
 				count(STAT_SIGNAL_FAILED);
@@ -281,7 +319,7 @@ int BPF_PROG(handle_exec, struct task_struct *p, int old_pid, struct linux_binpr
 }
 
 struct supervisor_ctx {
-	__u32 pass;
+	__u64 deadline_ns;
 };
 
 static long mark_orphaned_root(struct bpf_map *map, __u32 *pid, struct root *r, void *ctx)
@@ -291,14 +329,16 @@ static long mark_orphaned_root(struct bpf_map *map, __u32 *pid, struct root *r, 
 	return 0;
 }
 
-static long kill_orphaned_member(struct bpf_map *map, __u32 *pid, struct member *m, void *ctx)
+static long kill_orphaned_member(struct bpf_map *map, __u32 *pid, struct member *m, struct supervisor_ctx *c)
 {
 	struct root *r = bpf_map_lookup_elem(&roots, &m->root_pid);
 
 	if (!r || r->start != m->root_start || !(r->flags & ROOT_F_DIE_WITH_SUPERVISOR))
 		return 0;
-	if (kill_identity(*pid, m->start) == 0)
+	if (kill_identity(*pid, m->start, c->deadline_ns) == 0)
 		count(STAT_SUPERVISOR_KILLS);
+	else
+		count(STAT_SIGNAL_FAILED);
 	return 0;
 }
 
@@ -311,7 +351,8 @@ static long kill_orphaned_member(struct bpf_map *map, __u32 *pid, struct member 
  */
 static __always_inline void supervisor_died(void)
 {
-	struct supervisor_ctx c = {};
+	/* Bounded: this runs with preemption disabled. */
+	struct supervisor_ctx c = {.deadline_ns = bpf_ktime_get_ns() + SUPERVISOR_PATIENCE_NS};
 
 	bpf_for_each_map_elem(&roots, mark_orphaned_root, &c, 0);
 	bpf_for_each_map_elem(&members, kill_orphaned_member, &c, 0);

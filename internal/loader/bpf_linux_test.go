@@ -514,8 +514,8 @@ func TestLineageDiesWithItsSupervisor(t *testing.T) {
 		}
 		t.Fatalf("supervisor said %q", line)
 	}
-	if len(members) != 3 {
-		t.Fatalf("members %v, want the three sleepers", members)
+	if len(members) != supervisedSleepers {
+		t.Fatalf("%d members, want the %d sleepers", len(members), supervisedSleepers)
 	}
 	// A CI runner's hard cancel: SIGKILL, no chance to clean up.
 	if err := sup.Process.Kill(); err != nil {

@@ -80,6 +80,9 @@ func runHelper(name string, args []string) int {
 	return 2
 }
 
+// supervisedSleepers is how many sleepers the supervisor's job leaves.
+const supervisedSleepers = 60
+
 // runSupervisor loads the tracker, spawns a leaky job that asks to die with
 // its supervisor, prints the job's members once they are all there, and
 // waits to be killed.
@@ -89,7 +92,11 @@ func runSupervisor(sleepArg string) int {
 		fmt.Printf("error %v\n", err)
 		return 1
 	}
-	script := fmt.Sprintf(`setsid sleep %[1]s & (sleep %[1]s &) & nohup sleep %[1]s >/dev/null 2>&1 & echo started`, sleepArg)
+
+	// Three escapes, and enough plain sleepers that the kernel must send
+	// many kills in a row.
+	script := fmt.Sprintf(`setsid sleep %[1]s & (sleep %[1]s &) & nohup sleep %[1]s >/dev/null 2>&1 &
+i=0; while [ $i -lt %[2]d ]; do sleep %[1]s & i=$((i+1)); done; echo started`, sleepArg, supervisedSleepers-3)
 	cmd := exec.Command("sh", "-c", script)
 	root, err := b.Spawn(cmd, RootOptions{DieWithSupervisor: true})
 	if err != nil {
@@ -97,21 +104,26 @@ func runSupervisor(sleepArg string) int {
 		return 1
 	}
 	_ = cmd.Wait()
-	// The root exited; wait for its three sleepers (and no more).
+	// The root exited; wait for all its sleepers.
 	for i := 0; i < 500; i++ {
 		ms, _ := b.Members(root)
 		n := 0
 		for _, m := range ms {
-			if argvHas(int(m.PID), sleepArg) {
+			if isSleeper(int(m.PID), sleepArg) {
 				n++
 			}
 		}
-		if n == 3 {
+		if n == supervisedSleepers {
 			for _, m := range ms {
-				fmt.Printf("member %d %d\n", m.PID, m.StartTicks)
+				if isSleeper(int(m.PID), sleepArg) {
+					fmt.Printf("member %d %d\n", m.PID, m.StartTicks)
+				}
 			}
 			fmt.Println("ready")
 			time.Sleep(60 * time.Second)
+			// The tracker must stay reachable: its file descriptors
+			// close when the garbage collector finalizes it.
+			runtime.KeepAlive(b)
 			return 0
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -120,9 +132,12 @@ func runSupervisor(sleepArg string) int {
 	return 1
 }
 
-func argvHas(pid int, token string) bool {
+// isSleeper reports whether pid runs sleep(1) with token in its arguments
+// (a subshell that will fork the sleeper carries the token too, in its
+// script, and is not one).
+func isSleeper(pid int, token string) bool {
 	for _, p := range testutil.Find(token) {
-		if p.PID == pid {
+		if p.PID == pid && len(p.Argv) > 0 && p.Argv[0] == "sleep" {
 			return true
 		}
 	}
