@@ -246,7 +246,7 @@ func markedOutcomes(res runResult, mark string) int {
 	}
 	n := 0
 	for _, o := range res.report.Reap.Outcomes {
-		if strings.Contains(strings.Join(o.Argv, " "), mark) && (o.Result == reap.Exited || o.Result == reap.Terminated || o.Result == reap.Killed) {
+		if strings.Contains(strings.Join(o.Argv, " "), mark) && (o.Result == reap.Exited || o.Result == reap.Vanished || o.Result == reap.Terminated || o.Result == reap.Killed) {
 			n++
 		}
 	}

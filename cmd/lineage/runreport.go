@@ -146,11 +146,20 @@ func (r *jobReport) leftBehind() int {
 	}
 	n := 0
 	for _, o := range r.Reap.Outcomes {
-		if o.Member.Identity != r.Root && o.Result != reap.Vanished {
+		if o.Member.Identity != r.Root {
 			n++
 		}
 	}
 	return n
+}
+
+// vanished counts the outcomes of members that ended before the reaper
+// reached them (listed alive, gone by the time it looked).
+func (r *jobReport) vanished() int {
+	if r.Reap == nil {
+		return 0
+	}
+	return r.Reap.Count(reap.Vanished)
 }
 
 // exitCode is lineage's exit status for the job.
@@ -222,6 +231,9 @@ func (r *jobReport) write(o *runOptions) error {
 			fmt.Fprintf(tw, "  %s\t%d\t%s\t-\tleft running\t%s\n", l.Identity, l.Parent.PID, round(l.Age), commandText(l.Argv, l.Comm))
 		}
 		tw.Flush()
+	}
+	if n := r.vanished(); n > 0 && !o.Verbose {
+		fmt.Fprintf(w, "lineage: %d of them ended before the reaper reached them (-v lists them)\n", n)
 	}
 	if n := len(r.Contained); n > 0 {
 		fmt.Fprintf(w, "lineage: %d %s forked during the reap %s killed at birth\n", n, plural(n, "process", "processes"), plural(n, "was", "were"))
