@@ -231,7 +231,11 @@ func runRun(ctx context.Context, o *runOptions) error {
 	// Only the kernel can end the lineage if lineage itself is killed.
 	dieWithUs := !o.KeepOnAbort && backend.Name() == loader.BackendBPF
 	started := time.Now()
+	// A job that exits at once stays a zombie, and so visible, until the
+	// backend has registered it.
+	release := children.Hold()
 	root, err := backend.Spawn(cmd, loader.RootOptions{DieWithSupervisor: dieWithUs})
+	release()
 	if err != nil {
 		stopRecording()
 		fmt.Fprintf(o.s.err, "lineage: run %s: %v\n", o.Command[0], err)

@@ -43,6 +43,9 @@ type jobReport struct {
 	Leftovers []leftover   `json:"leftovers,omitempty"`
 	Stats     loader.Stats `json:"stats"`
 	Warnings  []string     `json:"warnings,omitempty"`
+	// Limits are what the backend in use can't see; printed with -v or
+	// when something was left behind.
+	Limits []string `json:"limits,omitempty"`
 }
 
 // exitInfo is how the job's root process ended.
@@ -127,7 +130,7 @@ func (r *jobReport) warnLosses(backend string) {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("%d processes were not tracked: the membership map was full (raise --max-members)", r.Stats.MembersFull))
 	}
 	if backend == loader.BackendProc {
-		r.Warnings = append(r.Warnings, "proc backend: a process that lived and died between two scans is not in the record")
+		r.Limits = append(r.Limits, "proc backend: a process that lived and died between two scans is not in the record")
 	}
 }
 
@@ -243,6 +246,11 @@ func (r *jobReport) write(o *runOptions) error {
 	}
 	for _, warn := range r.Warnings {
 		fmt.Fprintf(w, "lineage: warning: %s\n", warn)
+	}
+	if left > 0 || o.Verbose {
+		for _, limit := range r.Limits {
+			fmt.Fprintf(w, "lineage: note: %s\n", limit)
+		}
 	}
 	return nil
 }

@@ -31,6 +31,8 @@ func BecomeSubreaper() error {
 // process, and nothing else in the process may wait for children while it
 // runs (exec.Cmd.Wait included). Its methods are safe for concurrent use.
 type Children struct {
+	// holding is held while reaping, and by Hold.
+	holding  sync.Mutex
 	mu       sync.Mutex
 	statuses map[int]lineage.ExitStatus
 	waiters  map[int][]chan lineage.ExitStatus
@@ -72,6 +74,8 @@ func (c *Children) loop() {
 }
 
 func (c *Children) reapAll() {
+	c.holding.Lock()
+	defer c.holding.Unlock()
 	for {
 		var ws unix.WaitStatus
 		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
@@ -93,6 +97,14 @@ func (c *Children) reapAll() {
 		}
 		c.mu.Unlock()
 	}
+}
+
+// Hold stops reaping until release is called, so that a child that exits
+// at once stays a zombie, with its /proc entry, while it is being
+// registered. Hold it briefly: orphans wait as zombies meanwhile.
+func (c *Children) Hold() (release func()) {
+	c.holding.Lock()
+	return c.holding.Unlock
 }
 
 // Wait returns a channel that receives pid's exit status once it has been
