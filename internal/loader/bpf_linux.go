@@ -490,6 +490,9 @@ func (b *BPF) Stats() (Stats, error) {
 
 // Run implements Backend.
 func (b *BPF) Run(ctx context.Context, fn func(lineage.Event)) error {
+	// Wake the reader as soon as ctx is done, rather than at its next poll.
+	stop := context.AfterFunc(ctx, func() { _ = b.reader.Flush() })
+	defer stop()
 	var rec ringbuf.Record
 	for {
 		done := ctx.Err() != nil
@@ -507,7 +510,7 @@ func (b *BPF) Run(ctx context.Context, fn func(lineage.Event)) error {
 				continue // can't happen with our own program; never fatal
 			}
 			fn(ev)
-		case errors.Is(err, os.ErrDeadlineExceeded):
+		case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, ringbuf.ErrFlushed):
 			if done {
 				return nil
 			}
