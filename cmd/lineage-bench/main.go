@@ -27,9 +27,9 @@ import (
 var spawnerSource []byte
 
 func main() {
-	rounds := flag.Int("rounds", 7, "interleaved rounds per figure (the median is reported)")
-	forks := flag.Int("forks", 4000, "forks per fork+exit+wait measurement")
-	execs := flag.Int("execs", 1500, "forks per fork+exec+wait measurement")
+	rounds := flag.Int("rounds", 15, "interleaved rounds per figure (the median is reported)")
+	forks := flag.Int("forks", 2000, "forks per fork+exit+wait measurement")
+	execs := flag.Int("execs", 800, "forks per fork+exec+wait measurement")
 	runs := flag.Int("runs", 30, "runs per `lineage run -- true` measurement")
 	lineageBin := flag.String("lineage", "bin/lineage", "the lineage binary to time")
 	flag.Parse()

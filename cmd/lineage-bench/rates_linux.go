@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
@@ -21,6 +23,10 @@ const (
 var conditions = []string{condNone, condLoaded, condTracked}
 
 type rateKey struct{ mode, cond string }
+
+// bpfCost is the kernel's own account of the tracker's programs: CPU time
+// per spawner iteration, while loaded and while tracking.
+var bpfCost = map[rateKey][]float64{}
 
 // measureRates runs the spawner in both modes under the three conditions,
 // interleaved: every round runs each condition once, in a rotating order, so
@@ -47,6 +53,14 @@ func measureRates(spawner string, rounds, forks, execs int) (map[rateKey][]float
 	return out, nil
 }
 
+// settle collects the garbage that loading the tracker left behind, so that
+// the collector does not compete with the spawner for the CPUs: that would
+// be a cost of the benchmark, not of the tracker.
+func settle() {
+	runtime.GC()
+	debug.FreeOSMemory()
+}
+
 // runSpawner returns the spawner's rate in operations per second.
 func runSpawner(spawner, mode string, n int, cond string) (float64, error) {
 	cmd := exec.Command(spawner, mode, strconv.Itoa(n))
@@ -54,6 +68,7 @@ func runSpawner(spawner, mode string, n int, cond string) (float64, error) {
 	var err error
 	switch cond {
 	case condNone:
+		settle()
 		output, err = cmd.Output()
 	default:
 		b, oerr := loader.OpenBPF(nil)
@@ -61,6 +76,18 @@ func runSpawner(spawner, mode string, n int, cond string) (float64, error) {
 			return 0, oerr
 		}
 		defer b.Close()
+		stats, serr := loader.EnableRuntimeStats()
+		if serr != nil {
+			return 0, serr
+		}
+		defer stats.Close()
+		defer func() {
+			if rt, err := b.Runtime(); err == nil {
+				k := rateKey{mode, cond}
+				bpfCost[k] = append(bpfCost[k], float64(rt.Runtime)/float64(n))
+			}
+		}()
+		settle()
 		if cond == condLoaded {
 			output, err = cmd.Output()
 			break
@@ -98,17 +125,46 @@ func runSpawner(spawner, mode string, n int, cond string) (float64, error) {
 func printRates(rates map[rateKey][]float64) {
 	fmt.Println("### Spawner rates (median of interleaved rounds)")
 	fmt.Println()
+	fmt.Println("Ratios are the median of each round's own ratio: the conditions of one round ran back to back.")
+	fmt.Println()
 	fmt.Println("| workload | no tracker | loaded, not tracking | tracking | untracked / none | tracked / none |")
 	fmt.Println("|---|---|---|---|---|---|")
 	for _, mode := range []string{"fork", "exec"} {
-		none := median(rates[rateKey{mode, condNone}])
-		loaded := median(rates[rateKey{mode, condLoaded}])
-		tracked := median(rates[rateKey{mode, condTracked}])
+		none := rates[rateKey{mode, condNone}]
+		loaded := rates[rateKey{mode, condLoaded}]
+		tracked := rates[rateKey{mode, condTracked}]
 		name := "fork+exit+wait"
 		if mode == "exec" {
 			name = "fork+exec+wait"
 		}
-		fmt.Printf("| %s | %.0f/s | %.0f/s | %.0f/s | %.3f | %.3f |\n", name, none, loaded, tracked, loaded/none, tracked/none)
+		fmt.Printf("| %s | %.0f/s | %.0f/s | %.0f/s | %.3f | %.3f |\n", name,
+			median(none), median(loaded), median(tracked), medianRatio(loaded, none), medianRatio(tracked, none))
 	}
 	fmt.Println()
+	fmt.Println("The kernel's own account of the tracker's programs (BPF run-time stats), per spawner iteration:")
+	fmt.Println()
+	fmt.Println("| workload | loaded, not tracking | tracking | tracking, share of one iteration |")
+	fmt.Println("|---|---|---|---|")
+	for _, mode := range []string{"fork", "exec"} {
+		name := "fork+exit+wait"
+		if mode == "exec" {
+			name = "fork+exec+wait"
+		}
+		loaded := median(bpfCost[rateKey{mode, condLoaded}])
+		tracked := median(bpfCost[rateKey{mode, condTracked}])
+		perIter := 1e9 / median(rates[rateKey{mode, condNone}])
+		fmt.Printf("| %s | %.0f ns | %.0f ns | %.4f |\n", name, loaded, tracked, tracked/perIter)
+	}
+	fmt.Println()
+}
+
+// medianRatio is the median over rounds of a[i]/b[i].
+func medianRatio(a, b []float64) float64 {
+	var r []float64
+	for i := range min(len(a), len(b)) {
+		if b[i] > 0 {
+			r = append(r, a[i]/b[i])
+		}
+	}
+	return median(r)
 }
