@@ -107,15 +107,16 @@ i=0; while [ $i -lt %[2]d ]; do sleep %[1]s & i=$((i+1)); done; echo started`, s
 	// The root exited; wait for all its sleepers.
 	for i := 0; i < 500; i++ {
 		ms, _ := b.Members(root)
+		sleeping := sleeperPIDs(sleepArg)
 		n := 0
 		for _, m := range ms {
-			if isSleeper(int(m.PID), sleepArg) {
+			if sleeping[int(m.PID)] {
 				n++
 			}
 		}
 		if n == supervisedSleepers {
 			for _, m := range ms {
-				if isSleeper(int(m.PID), sleepArg) {
+				if sleeping[int(m.PID)] {
 					fmt.Printf("member %d %d\n", m.PID, m.StartTicks)
 				}
 			}
@@ -132,16 +133,17 @@ i=0; while [ $i -lt %[2]d ]; do sleep %[1]s & i=$((i+1)); done; echo started`, s
 	return 1
 }
 
-// isSleeper reports whether pid runs sleep(1) with token in its arguments
-// (a subshell that will fork the sleeper carries the token too, in its
-// script, and is not one).
-func isSleeper(pid int, token string) bool {
+// sleeperPIDs returns the pids that run sleep(1) with token in their
+// arguments (a subshell that will fork a sleeper carries the token too, in
+// its script, and is not one).
+func sleeperPIDs(token string) map[int]bool {
+	out := make(map[int]bool)
 	for _, p := range testutil.Find(token) {
-		if p.PID == pid && len(p.Argv) > 0 && p.Argv[0] == "sleep" {
-			return true
+		if len(p.Argv) > 0 && p.Argv[0] == "sleep" {
+			out[p.PID] = true
 		}
 	}
-	return false
+	return out
 }
 
 // helperCmd returns a command that runs the named helper.
