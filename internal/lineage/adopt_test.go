@@ -1,0 +1,114 @@
+package lineage
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeStat puts a process in a fake /proc tree: its stat file, with the
+// fields lineage reads (3 state, 4 ppid, 20 threads, 22 start).
+func writeStat(t *testing.T, root string, pid, ppid int, start uint64) {
+	t.Helper()
+	writeStatState(t, root, pid, ppid, start, "S", 1)
+}
+
+func writeStatState(t *testing.T, root string, pid, ppid int, start uint64, state string, threads int) {
+	t.Helper()
+	fields := make([]string, 53)
+	for i := range fields {
+		fields[i] = "0"
+	}
+	fields[1], fields[2], fields[3] = fmt.Sprint(pid), "(sh)", state
+	fields[4], fields[5], fields[6] = fmt.Sprint(ppid), fmt.Sprint(pid), fmt.Sprint(pid)
+	fields[20], fields[22] = fmt.Sprint(threads), fmt.Sprint(start)
+	dir := filepath.Join(root, fmt.Sprint(pid))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(strings.Join(fields[1:], " ")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAdoptFindsDescendantsPassAfterPass(t *testing.T) {
+	dir := t.TempDir()
+	writeStat(t, dir, 1, 0, 1)
+	writeStat(t, dir, 100, 1, 10) // the root
+	writeStat(t, dir, 101, 100, 11)
+	writeStat(t, dir, 102, 101, 12)
+	writeStat(t, dir, 103, 1, 13)   // a stranger beside the root
+	writeStat(t, dir, 104, 1, 14)   // a member already, reparented to init
+	writeStat(t, dir, 105, 104, 15) // its child, not yet known
+	p, err := OpenProcFS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := Identity{PID: 100, StartTicks: 10}
+	members := map[Identity]Identity{root: {}, {PID: 104, StartTicks: 14}: root}
+	first := true
+	n, err := p.Adopt(root, func(id Identity) bool { _, ok := members[id]; return ok },
+		func(child Stat, parent Identity) error {
+			if _, ok := members[parent]; !ok {
+				t.Errorf("%v adopted before its parent %v", child.Identity, parent)
+			}
+			members[child.Identity] = parent
+			if first {
+				// A descendant forks while the pass runs: the next pass
+				// finds its child.
+				first = false
+				writeStat(t, dir, 106, 102, 16)
+			}
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[Identity]Identity{
+		{PID: 101, StartTicks: 11}: root,
+		{PID: 102, StartTicks: 12}: {PID: 101, StartTicks: 11},
+		{PID: 105, StartTicks: 15}: {PID: 104, StartTicks: 14},
+		{PID: 106, StartTicks: 16}: {PID: 102, StartTicks: 12},
+	}
+	if n != len(want) {
+		t.Errorf("adopted %d, want %d: %v", n, len(want), members)
+	}
+	for child, parent := range want {
+		if got, ok := members[child]; !ok || got != parent {
+			t.Errorf("%v: adopted with parent %v (%v), want %v", child, got, ok, parent)
+		}
+	}
+	if _, ok := members[Identity{PID: 103, StartTicks: 13}]; ok {
+		t.Error("a stranger beside the root was adopted")
+	}
+}
+
+func TestCheckRefusesAReusedPidAndAZombie(t *testing.T) {
+	dir := t.TempDir()
+	writeStat(t, dir, 200, 1, 20)
+	p, err := OpenProcFS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Check(Identity{PID: 200, StartTicks: 20}); err != nil {
+		t.Fatalf("live identity: %v", err)
+	}
+	if err := p.Check(Identity{PID: 200, StartTicks: 19}); err == nil || !strings.Contains(err.Error(), "reused") {
+		t.Errorf("a reused pid passed the check: %v", err)
+	}
+	if err := p.Check(Identity{PID: 201, StartTicks: 20}); !errors.Is(err, ErrNoProcess) {
+		t.Errorf("a missing pid: %v, want ErrNoProcess", err)
+	}
+	// A zombie has exited; a zombie leader whose other threads run has not.
+	writeStatState(t, dir, 202, 1, 22, "Z", 1)
+	if err := p.Check(Identity{PID: 202, StartTicks: 22}); !errors.Is(err, ErrNoProcess) {
+		t.Errorf("a zombie: %v, want ErrNoProcess", err)
+	}
+	writeStatState(t, dir, 203, 1, 23, "Z", 4)
+	if err := p.Check(Identity{PID: 203, StartTicks: 23}); err != nil {
+		t.Errorf("a process whose leader thread exited while 3 threads run: %v", err)
+	}
+}

@@ -1,0 +1,146 @@
+package lineage
+
+import (
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+func id(pid uint32, start uint64) Identity { return Identity{PID: pid, StartTicks: start} }
+
+// A root r forks a and b; a forks c, which execs and exits; b exits killed.
+func family() (root Identity, events []Event) {
+	r, a, b, c := id(100, 10), id(101, 11), id(102, 12), id(103, 13)
+	return r, []Event{
+		{Kind: EventFork, Process: r, Parent: id(50, 5), Root: r, IsRoot: true, Time: 1},
+		{Kind: EventExec, Process: r, Root: r, Filename: "/bin/sh", Argv: []string{"sh", "job.sh"}, Time: 2},
+		{Kind: EventFork, Process: a, Parent: r, Root: r, Time: 3},
+		{Kind: EventFork, Process: b, Parent: r, Root: r, Time: 4},
+		{Kind: EventFork, Process: c, Parent: a, Root: r, Time: 5},
+		{Kind: EventExec, Process: c, Parent: a, Root: r, Filename: "/usr/bin/redis-server", Argv: []string{"redis-server", "--daemonize", "yes"}, Time: 6},
+		{Kind: EventExit, Process: c, Parent: a, Root: r, Status: 1 << 8, Time: 7},
+		{Kind: EventExit, Process: b, Parent: r, Root: r, Status: 9, Time: 8},
+	}
+}
+
+func TestTreeIsTheSameWhateverTheOrder(t *testing.T) {
+	root, events := family()
+	want := NewTree()
+	for _, ev := range events {
+		want.Apply(ev)
+	}
+	wantLineage := want.Lineage(root)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		shuffled := slices.Clone(events)
+		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		got := NewTree()
+		for _, ev := range shuffled {
+			got.Apply(ev)
+		}
+		gotLineage := got.Lineage(root)
+		if len(gotLineage) != len(wantLineage) {
+			t.Fatalf("order %v: %d members, want %d", shuffled, len(gotLineage), len(wantLineage))
+		}
+		for _, w := range wantLineage {
+			g, ok := got.Get(w.Identity)
+			if !ok || g.Exited != w.Exited || g.Status != w.Status || g.Parent != w.Parent || g.Root != w.Root ||
+				g.Filename != w.Filename || !slices.Equal(g.Argv, w.Argv) || g.Forked != w.Forked {
+				t.Fatalf("order %v: member %v is %+v, want %+v", shuffled, w.Identity, g, w)
+			}
+		}
+	}
+}
+
+func TestTreeQueries(t *testing.T) {
+	root, events := family()
+	tr := NewTree()
+	for _, ev := range events {
+		tr.Apply(ev)
+	}
+	all := tr.Lineage(root)
+	if len(all) != 4 || all[0].Identity != root {
+		t.Fatalf("lineage %+v: want the root first, then 3 members", all)
+	}
+	// Parents come before their children.
+	pos := map[Identity]int{}
+	for i, m := range all {
+		pos[m.Identity] = i
+	}
+	for _, m := range all[1:] {
+		if pos[m.Parent] > pos[m.Identity] {
+			t.Errorf("%v listed before its parent %v", m.Identity, m.Parent)
+		}
+	}
+	live := tr.Live(root)
+	if len(live) != 2 || live[0].Identity != root || live[1].Identity != id(101, 11) {
+		t.Errorf("live %+v: want the root and a", live)
+	}
+	if got, want := tr.Ancestry(id(103, 13)), []Identity{id(103, 13), id(101, 11), root}; !slices.Equal(got, want) {
+		t.Errorf("ancestry %v, want %v", got, want)
+	}
+	if got := tr.Children(root); len(got) != 2 {
+		t.Errorf("children of the root %v", got)
+	}
+	c, _ := tr.Get(id(103, 13))
+	if code, ok := c.Status.Exited(); !ok || code != 1 || c.Filename != "/usr/bin/redis-server" {
+		t.Errorf("c is %+v", c)
+	}
+	b, _ := tr.Get(id(102, 12))
+	if sig, ok := b.Status.Signaled(); !ok || sig != 9 || b.Status.String() != "signal KILL" {
+		t.Errorf("b status %v", b.Status)
+	}
+}
+
+func TestTreeKeepsAPidReusedByAStranger(t *testing.T) {
+	tr := NewTree()
+	r := id(100, 10)
+	tr.Apply(Event{Kind: EventFork, Process: r, Root: r, IsRoot: true})
+	tr.Apply(Event{Kind: EventFork, Process: id(200, 20), Parent: r, Root: r})
+	tr.Apply(Event{Kind: EventExit, Process: id(200, 20), Parent: r, Root: r})
+	// The same pid, later, in another lineage.
+	other := id(300, 30)
+	tr.Apply(Event{Kind: EventFork, Process: id(200, 90), Parent: other, Root: other})
+	for _, m := range tr.Live(r) {
+		if m.PID == 200 {
+			t.Errorf("the stranger at pid 200 is in r's lineage: %+v", m)
+		}
+	}
+	if len(tr.Lineage(other)) != 1 {
+		t.Errorf("the stranger is not in its own lineage")
+	}
+}
+
+func TestIdentityParseAndValidate(t *testing.T) {
+	good := id(1234, 5678)
+	got, err := ParseIdentity(good.String())
+	if err != nil || got != good {
+		t.Fatalf("round trip %v: %v, %v", good, got, err)
+	}
+	for _, s := range []string{"", "1234", "@5", "12@", "x@5", "12@y", "1@5", "0@5", "12@0", "-3@4", "99999999999@1", "12@5@6"} {
+		if _, err := ParseIdentity(s); !errors.Is(err, ErrInvalidIdentity) {
+			t.Errorf("ParseIdentity(%q): %v, want ErrInvalidIdentity", s, err)
+		}
+	}
+	if !(Identity{}).IsZero() || good.IsZero() {
+		t.Error("IsZero")
+	}
+}
+
+func TestExitStatusText(t *testing.T) {
+	for _, c := range []struct {
+		s    ExitStatus
+		want string
+	}{
+		{0, "exit 0"},
+		{3 << 8, "exit 3"},
+		{15, "signal TERM"},
+		{9 | 0x80, "signal KILL"},
+		{StatusUnknown, "unknown"},
+	} {
+		if got := c.s.String(); got != c.want {
+			t.Errorf("%#x: %q, want %q", int32(c.s), got, c.want)
+		}
+	}
+}
