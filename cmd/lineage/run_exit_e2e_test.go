@@ -94,27 +94,14 @@ func TestRunPassesSignalsOnThenReaps(t *testing.T) {
 			mark := testutil.Marker(t)
 			testutil.CheckNoLeaks(t, mark)
 			s := testutil.Sleep(mark)
-			cmd := lineageCmd("run", "--backend", backend, "--grace", "1s", "--", "sh", "-c",
-				fmt.Sprintf("setsid sleep %[1]s & echo ready; sleep %[1]s", s))
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
 			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-			if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
-				t.Fatalf("job said %q, %v", line, err)
-			}
+			cmd := startUntilReady(t, &stderr, "run", "--backend", backend, "--grace", "1s", "--", "sh", "-c",
+				fmt.Sprintf("setsid sleep %[1]s & echo ready; sleep %[1]s", s))
 			time.Sleep(200 * time.Millisecond) // the sleepers exec
 			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
-			err = cmd.Wait()
+			err := cmd.Wait()
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.ExitCode() != 128+int(syscall.SIGTERM) {
 				t.Fatalf("lineage ended with %v, want exit %d (the job died of the TERM passed on); stderr:\n%s", err, 128+15, stderr.String())
@@ -152,20 +139,8 @@ func TestRunSurvivesItsOwnSIGKILLOnlyWhereTheKernelCan(t *testing.T) {
 			mark := testutil.Marker(t)
 			testutil.CheckNoLeaks(t, mark)
 			s := testutil.Sleep(mark)
-			cmd := lineageCmd("run", "--backend", backend, "--", "sh", "-c",
+			cmd := startUntilReady(t, nil, "run", "--backend", backend, "--", "sh", "-c",
 				fmt.Sprintf("setsid sleep %[1]s & (sleep %[1]s &) & nohup sleep %[1]s >/dev/null 2>&1 & sleep 0.3; echo ready; sleep %[1]s", s))
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-			if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
-				t.Fatalf("job said %q, %v", line, err)
-			}
 			for deadline := time.Now().Add(5 * time.Second); len(sleepers(mark)) != 4; {
 				if time.Now().After(deadline) {
 					t.Fatalf("%d sleepers, want 4", len(sleepers(mark)))
@@ -206,20 +181,8 @@ func TestRunKeepOnAbortLeavesTheLineage(t *testing.T) {
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
 	s := testutil.Sleep(mark)
-	cmd := lineageCmd("run", "--backend", "bpf", "--keep-on-abort", "--", "sh", "-c",
+	cmd := startUntilReady(t, nil, "run", "--backend", "bpf", "--keep-on-abort", "--", "sh", "-c",
 		fmt.Sprintf("setsid sleep %[1]s & sleep 0.3; echo ready; sleep %[1]s", s))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
-		t.Fatalf("job said %q, %v", line, err)
-	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	time.Sleep(300 * time.Millisecond)
@@ -347,6 +310,30 @@ func TestRunRefusesBadInputAndStartsNothing(t *testing.T) {
 			t.Errorf("got %v: %s", err, out)
 		}
 	})
+}
+
+// startUntilReady starts lineage in a process group of its own and returns
+// once its job has printed "ready"; the caller owns the command. stderr, if
+// not nil, receives lineage's stderr.
+func startUntilReady(t *testing.T, stderr *bytes.Buffer, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := lineageCmd(args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if stderr != nil {
+		cmd.Stderr = stderr
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("job said %q, %v", line, err)
+	}
+	return cmd
 }
 
 // sleepers returns the live sleep(1) processes carrying mark.
