@@ -81,7 +81,7 @@ func runHelper(name string, args []string) int {
 }
 
 // supervisedSleepers is how many sleepers the supervisor's job leaves.
-const supervisedSleepers = 60
+const supervisedSleepers = 300
 
 // runSupervisor loads the tracker, spawns a leaky job that asks to die with
 // its supervisor, prints the job's members once they are all there, and
@@ -105,7 +105,7 @@ i=0; while [ $i -lt %[2]d ]; do sleep %[1]s & i=$((i+1)); done; echo started`, s
 	}
 	_ = cmd.Wait()
 	// The root exited; wait for all its sleepers.
-	for i := 0; i < 500; i++ {
+	for i := 0; i < 1500; i++ {
 		ms, _ := b.Members(root)
 		sleeping := sleeperPIDs(sleepArg)
 		n := 0
