@@ -363,6 +363,11 @@ func waitJob(o *runOptions, proc lineage.ProcFS, root lineage.Identity, rootExit
 // callerFacts gathers what the protected set needs to know of lineage itself.
 func callerFacts(proc lineage.ProcFS) (policy.Caller, error) {
 	c := policy.Caller{PID: os.Getpid(), PGID: syscall.Getpgrp()}
+	if c.PGID <= 0 {
+		// Our process group lives outside our PID namespace: no process
+		// we can see is in it. Protect the group we would lead instead.
+		c.PGID = c.PID
+	}
 	for pid := os.Getppid(); pid > 1; {
 		c.Ancestors = append(c.Ancestors, pid)
 		st, err := proc.Stat(pid)

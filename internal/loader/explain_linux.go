@@ -26,7 +26,40 @@ func precheck() error {
 	if !privileged() {
 		return fmt.Errorf("%w: not privileged: the bpf backend needs root, or CAP_BPF and CAP_PERFMON (run with sudo, or use --backend proc)", ErrUnavailable)
 	}
+	if depth := pidNamespaceDepth("/proc/self/status"); depth > 1 || !initialPIDNamespace("/proc/self/ns/pid") {
+		return fmt.Errorf("%w: lineage runs in a nested PID namespace: the BPF side sees the kernel's global pids, which /proc here does not show (run it in the host's PID namespace: hostPID, docker run --pid=host; or use --backend proc)", ErrUnavailable)
+	}
 	return nil
+}
+
+// initPIDNamespaceInode is the fixed inode number of the initial PID
+// namespace (PROC_PID_INIT_INO).
+const initPIDNamespaceInode = "pid:[4026531836]"
+
+// initialPIDNamespace reports whether the namespace link (/proc/self/ns/pid)
+// names the initial PID namespace; true when it can't be read, so that the
+// check never blocks a machine it can't inspect.
+func initialPIDNamespace(link string) bool {
+	target, err := os.Readlink(link)
+	if err != nil {
+		return true
+	}
+	return target == initPIDNamespaceInode
+}
+
+// pidNamespaceDepth returns how many PID namespaces the process is in (the
+// length of NSpid in its status file), or 0 if unknown.
+func pidNamespaceDepth(status string) int {
+	raw, err := os.ReadFile(status)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			return len(strings.Fields(rest))
+		}
+	}
+	return 0
 }
 
 // explainLoadError wraps a failed load or attach with what it most likely
