@@ -150,9 +150,6 @@ type escape struct {
 	args []string
 	// want checks the report further.
 	want func(t *testing.T, res runResult)
-	// procMisses is set when the proc backend can't catch this escape;
-	// the string says why (and the README's table says the same).
-	procMisses string
 }
 
 const settle = "\nsleep 0.4" // let the leftovers get going before the job exits
@@ -201,9 +198,6 @@ func TestRunCatchesEveryEscape(t *testing.T) {
 			requireBackend(t, backend)
 			for _, e := range escapes {
 				t.Run(e.name, func(t *testing.T) {
-					if backend == loader.BackendProc && e.procMisses != "" {
-						t.Skipf("documented proc backend limit: %s", e.procMisses)
-					}
 					mark := testutil.Marker(t)
 					testutil.CheckNoLeaks(t, mark)
 					script := strings.ReplaceAll(fmt.Sprintf(e.script, testutil.Sleep(mark)), "%[1]s", testutil.Sleep(mark))

@@ -432,6 +432,9 @@ func TestRingBufferLossIsCountedAndMembershipStaysExact(t *testing.T) {
 func TestContainKillsNewChildrenAtBirth(t *testing.T) {
 	b := openBPF(t, nil)
 	if !b.KernelContainment() {
+		if major, minor, ok := kernelVersion(); ok && (major > 6 || major == 6 && minor >= 13) {
+			t.Fatalf("kernel %d.%d should have bpf_task_from_pid and bpf_send_signal_task", major, minor)
+		}
 		t.Skip("kernel lacks bpf_task_from_pid/bpf_send_signal_task (6.13+)")
 	}
 	rec := record(t, b)
