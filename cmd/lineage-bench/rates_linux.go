@@ -61,9 +61,25 @@ func settle() {
 	debug.FreeOSMemory()
 }
 
+// spawnerCPU is the CPU the spawner and its children are pinned to, away
+// from the benchmark itself and its event reader (which scripts/bench.sh
+// pins to CPU 0): -1 when there is only one CPU or no taskset.
+var spawnerCPU = func() int {
+	if runtime.NumCPU() < 2 {
+		return -1
+	}
+	if _, err := exec.LookPath("taskset"); err != nil {
+		return -1
+	}
+	return runtime.NumCPU() - 1
+}()
+
 // runSpawner returns the spawner's rate in operations per second.
 func runSpawner(spawner, mode string, n int, cond string) (float64, error) {
 	cmd := exec.Command(spawner, mode, strconv.Itoa(n))
+	if spawnerCPU >= 0 {
+		cmd = exec.Command("taskset", "-c", strconv.Itoa(spawnerCPU), spawner, mode, strconv.Itoa(n))
+	}
 	var output []byte
 	var err error
 	switch cond {
@@ -126,6 +142,9 @@ func printRates(rates map[rateKey][]float64) {
 	fmt.Println("### Spawner rates (median of interleaved rounds)")
 	fmt.Println()
 	fmt.Println("Ratios are the median of each round's own ratio: the conditions of one round ran back to back.")
+	if spawnerCPU >= 0 {
+		fmt.Printf("The spawner and its children ran on CPU %d, the benchmark and its event reader elsewhere.\n", spawnerCPU)
+	}
 	fmt.Println()
 	fmt.Println("| workload | no tracker | loaded, not tracking | tracking | untracked / none | tracked / none |")
 	fmt.Println("|---|---|---|---|---|---|")
