@@ -349,7 +349,7 @@ func waitJob(o *runOptions, proc lineage.ProcFS, root lineage.Identity, rootExit
 				return end
 			}
 			end.interrupted = sig
-			if err := supervise.SignalIdentity(proc, root, sig.(syscall.Signal)); err != nil && o.Verbose {
+			if err := reap.Signal(proc, root, sig.(syscall.Signal)); err != nil && o.Verbose {
 				fmt.Fprintf(o.s.err, "lineage: pass %v to the job: %v\n", sig, err)
 			}
 			// Give the job the grace to exit on its own.

@@ -29,16 +29,40 @@ func newPidfds() (*pidfds, error) {
 	return &pidfds{epfd: epfd, events: make([]unix.EpollEvent, 1024)}, nil
 }
 
-func (p *pidfds) Open(pid int) (Pin, error) {
-	fd, err := unix.PidfdOpen(pid, 0) // pidfds are close-on-exec
+// openPidfd pins the process pid with a close-on-exec pidfd. It wraps
+// lineage.ErrNoProcess when no process has that pid and ErrNotProcess when
+// pid is a thread.
+func openPidfd(pid int) (int, error) {
+	fd, err := unix.PidfdOpen(pid, 0)
 	switch {
 	case errors.Is(err, unix.ESRCH):
-		return 0, fmt.Errorf("pidfd_open %d: %w", pid, lineage.ErrNoProcess)
+		return -1, fmt.Errorf("pidfd_open %d: %w", pid, lineage.ErrNoProcess)
 	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOENT):
 		// A thread, not a thread-group leader (ENOENT since Linux 6.9).
-		return 0, fmt.Errorf("pidfd_open %d: %w (%w)", pid, ErrNotProcess, err)
+		return -1, fmt.Errorf("pidfd_open %d: %w (%w)", pid, ErrNotProcess, err)
 	case err != nil:
-		return 0, fmt.Errorf("pidfd_open %d: %w", pid, err)
+		return -1, fmt.Errorf("pidfd_open %d: %w", pid, err)
+	}
+	return fd, nil
+}
+
+// sendPidfd signals the process fd pins; it wraps lineage.ErrNoProcess when
+// the process is gone.
+func sendPidfd(fd int, sig syscall.Signal) error {
+	err := unix.PidfdSendSignal(fd, sig, nil, 0)
+	if errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("pidfd_send_signal: %w", lineage.ErrNoProcess)
+	}
+	if err != nil {
+		return fmt.Errorf("pidfd_send_signal: %w", err)
+	}
+	return nil
+}
+
+func (p *pidfds) Open(pid int) (Pin, error) {
+	fd, err := openPidfd(pid)
+	if err != nil {
+		return 0, err
 	}
 	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}
 	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
@@ -48,16 +72,7 @@ func (p *pidfds) Open(pid int) (Pin, error) {
 	return Pin(fd), nil
 }
 
-func (p *pidfds) Send(pin Pin, sig syscall.Signal) error {
-	err := unix.PidfdSendSignal(int(pin), sig, nil, 0)
-	if errors.Is(err, unix.ESRCH) {
-		return fmt.Errorf("pidfd_send_signal: %w", lineage.ErrNoProcess)
-	}
-	if err != nil {
-		return fmt.Errorf("pidfd_send_signal: %w", err)
-	}
-	return nil
-}
+func (p *pidfds) Send(pin Pin, sig syscall.Signal) error { return sendPidfd(int(pin), sig) }
 
 func (p *pidfds) Wait(timeout time.Duration) ([]Pin, error) {
 	ms := int((timeout + time.Millisecond - 1) / time.Millisecond)

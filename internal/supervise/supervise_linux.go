@@ -137,38 +137,6 @@ func (c *Children) Close() {
 	<-c.done
 }
 
-// SignalIdentity sends sig to the process id, and only if it is still that
-// process: it pins the pid with a pidfd, checks the start time in proc,
-// then signals the pidfd. It wraps lineage.ErrNoProcess or
-// lineage.ErrIdentityMismatch when the process is gone, and refuses pid ≤ 1
-// and the caller itself.
-func SignalIdentity(proc lineage.ProcFS, id lineage.Identity, sig syscall.Signal) error {
-	if err := id.Validate(); err != nil {
-		return err
-	}
-	if int(id.PID) == os.Getpid() {
-		return fmt.Errorf("signal %s: refusing to signal lineage itself", id)
-	}
-	fd, err := unix.PidfdOpen(int(id.PID), 0)
-	if err != nil {
-		if errors.Is(err, unix.ESRCH) {
-			return fmt.Errorf("signal %s: %w", id, lineage.ErrNoProcess)
-		}
-		return fmt.Errorf("signal %s: pidfd_open: %w", id, err)
-	}
-	defer unix.Close(fd)
-	if err := proc.Check(id); err != nil {
-		return fmt.Errorf("signal %s: %w", id, err)
-	}
-	if err := unix.PidfdSendSignal(fd, sig, nil, 0); err != nil {
-		if errors.Is(err, unix.ESRCH) {
-			return fmt.Errorf("signal %s: %w", id, lineage.ErrNoProcess)
-		}
-		return fmt.Errorf("signal %s: %w", id, err)
-	}
-	return nil
-}
-
 // Terminal is the controlling terminal the job runs in the foreground of,
 // when lineage's stdin is one.
 type Terminal struct {
