@@ -141,9 +141,9 @@ func TestRunSurvivesItsOwnSIGKILLOnlyWhereTheKernelCan(t *testing.T) {
 			s := testutil.Sleep(mark)
 			cmd := startUntilReady(t, nil, "run", "--backend", backend, "--", "sh", "-c",
 				fmt.Sprintf("setsid sleep %[1]s & (sleep %[1]s &) & nohup sleep %[1]s >/dev/null 2>&1 & sleep 0.3; echo ready; sleep %[1]s", s))
-			for deadline := time.Now().Add(5 * time.Second); len(sleepers(mark)) != 4; {
+			for deadline := time.Now().Add(5 * time.Second); len(testutil.Sleepers(mark)) != 4; {
 				if time.Now().After(deadline) {
-					t.Fatalf("%d sleepers, want 4", len(sleepers(mark)))
+					t.Fatalf("%d sleepers, want 4", len(testutil.Sleepers(mark)))
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
@@ -153,10 +153,10 @@ func TestRunSurvivesItsOwnSIGKILLOnlyWhereTheKernelCan(t *testing.T) {
 			}
 			_ = cmd.Wait()
 			deadline := time.Now().Add(5 * time.Second)
-			for len(sleepers(mark)) > 0 && time.Now().Before(deadline) {
+			for len(testutil.Sleepers(mark)) > 0 && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
 			}
-			left := sleepers(mark)
+			left := testutil.Sleepers(mark)
 			switch backend {
 			case loader.BackendBPF:
 				if len(left) != 0 {
@@ -186,7 +186,7 @@ func TestRunKeepOnAbortLeavesTheLineage(t *testing.T) {
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
 	time.Sleep(300 * time.Millisecond)
-	left := sleepers(mark)
+	left := testutil.Sleepers(mark)
 	if len(left) != 2 {
 		t.Errorf("with --keep-on-abort, %d sleepers are left, want both", len(left))
 	}
@@ -225,7 +225,7 @@ func TestRunReapingOffAndKeepOnlyReport(t *testing.T) {
 					if err != nil {
 						t.Fatalf("%v: %s", err, outb)
 					}
-					left := sleepers(mark)
+					left := testutil.Sleepers(mark)
 					if len(left) != 1 {
 						t.Fatalf("%d sleepers left, want the one that was only reported; output:\n%s", len(left), outb)
 					}
@@ -253,7 +253,7 @@ func TestRunReapingOffAndKeepOnlyReport(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%v: %s", err, outb)
 				}
-				if left := sleepers(mark); len(left) != 1 {
+				if left := testutil.Sleepers(mark); len(left) != 1 {
 					t.Errorf("%d sleepers left, want the kept one; output:\n%s", len(left), outb)
 				}
 				if !strings.Contains(string(outb), "kept") {
@@ -334,15 +334,4 @@ func startUntilReady(t *testing.T, stderr *bytes.Buffer, args ...string) *exec.C
 		t.Fatalf("job said %q, %v", line, err)
 	}
 	return cmd
-}
-
-// sleepers returns the live sleep(1) processes carrying mark.
-func sleepers(mark string) []testutil.Proc {
-	var out []testutil.Proc
-	for _, p := range testutil.Find(mark) {
-		if len(p.Argv) > 0 && (p.Argv[0] == "sleep" || strings.HasPrefix(p.Argv[0], "marked-")) {
-			out = append(out, p)
-		}
-	}
-	return out
 }

@@ -128,17 +128,6 @@ func killMembers(tb testing.TB, b Backend, root lineage.Identity) {
 	}
 }
 
-// sleepers returns the live sleep(1) processes carrying mark.
-func sleepers(mark string) []testutil.Proc {
-	var out []testutil.Proc
-	for _, p := range testutil.Find(mark) {
-		if len(p.Argv) > 0 && p.Argv[0] == "sleep" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 func memberSet(tb testing.TB, b Backend, root lineage.Identity) map[lineage.Identity]lineage.Member {
 	tb.Helper()
 	ms, err := b.Members(root)
@@ -385,7 +374,7 @@ func TestFullMembershipMapIsCountedNotSilent(t *testing.T) {
 			testutil.KillIdentity(p.PID, p.StartTicks) // the ones that escaped
 		}
 	})
-	waitFor(t, "eight sleepers", 5*time.Second, func() bool { return len(sleepers(mark)) == 8 })
+	waitFor(t, "eight sleepers", 5*time.Second, func() bool { return len(testutil.Sleepers(mark)) == 8 })
 	st, err := b.Stats()
 	if err != nil {
 		t.Fatal(err)
@@ -444,7 +433,7 @@ func TestContainKillsNewChildrenAtBirth(t *testing.T) {
 	// A job that keeps forking.
 	id, _ := spawn(t, b, fmt.Sprintf("while :; do sleep %s & sleep 0.01; done", testutil.Sleep(mark)), RootOptions{})
 	t.Cleanup(func() { killMembers(t, b, id) })
-	waitFor(t, "a few sleepers", 5*time.Second, func() bool { return len(sleepers(mark)) >= 3 })
+	waitFor(t, "a few sleepers", 5*time.Second, func() bool { return len(testutil.Sleepers(mark)) >= 3 })
 
 	how, err := b.Contain(id)
 	if err != nil {
@@ -553,7 +542,7 @@ func TestRegisterAdoptsExistingDescendants(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stdin.Close(); _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	waitFor(t, "the tree", 5*time.Second, func() bool { return len(sleepers(mark)) == 2 })
+	waitFor(t, "the tree", 5*time.Second, func() bool { return len(testutil.Sleepers(mark)) == 2 })
 	start, _, _ := testutil.StartTicks(cmd.Process.Pid)
 	root := lineage.Identity{PID: uint32(cmd.Process.Pid), StartTicks: start}
 
@@ -578,7 +567,7 @@ func TestRegisterAdoptsExistingDescendants(t *testing.T) {
 	if _, err := fmt.Fprintln(stdin, "go"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a third sleeper", 5*time.Second, func() bool { return len(sleepers(mark)) == 3 })
+	waitFor(t, "a third sleeper", 5*time.Second, func() bool { return len(testutil.Sleepers(mark)) == 3 })
 	ms = memberSet(t, b, root)
 	for _, p := range testutil.Find(mark) {
 		if _, ok := ms[lineage.Identity{PID: uint32(p.PID), StartTicks: p.StartTicks}]; !ok {
@@ -630,7 +619,7 @@ func TestUnrelatedProcessesAreNotMembers(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
-	waitFor(t, "both sleepers", 5*time.Second, func() bool { return len(sleepers(mark)) == 2 })
+	waitFor(t, "both sleepers", 5*time.Second, func() bool { return len(testutil.Sleepers(mark)) == 2 })
 	for mid := range memberSet(t, b, id) {
 		if mid.PID == uint32(other.Process.Pid) {
 			t.Errorf("a process started beside the job is a member")

@@ -133,15 +133,11 @@ i=0; while [ $i -lt %[2]d ]; do sleep %[1]s & i=$((i+1)); done; echo started`, s
 	return 1
 }
 
-// sleeperPIDs returns the pids that run sleep(1) with token in their
-// arguments (a subshell that will fork a sleeper carries the token too, in
-// its script, and is not one).
+// sleeperPIDs returns the pids of the live sleepers carrying token.
 func sleeperPIDs(token string) map[int]bool {
 	out := make(map[int]bool)
-	for _, p := range testutil.Find(token) {
-		if len(p.Argv) > 0 && p.Argv[0] == "sleep" {
-			out[p.PID] = true
-		}
+	for _, p := range testutil.Sleepers(token) {
+		out[p.PID] = true
 	}
 	return out
 }

@@ -192,3 +192,17 @@ func Alive(pid int, start uint64) bool {
 	got, state, err := StartTicks(pid)
 	return err == nil && got == start && state != "Z" && state != "X"
 }
+
+// Sleepers returns the live sleep(1) processes carrying token: argv[0] is
+// "sleep", or starts with "marked-" for a sleep renamed with `exec -a`. A
+// shell whose script will start a sleeper carries the token too, and is
+// not one.
+func Sleepers(token string) []Proc {
+	var out []Proc
+	for _, p := range Find(token) {
+		if len(p.Argv) > 0 && (p.Argv[0] == "sleep" || strings.HasPrefix(p.Argv[0], "marked-")) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
