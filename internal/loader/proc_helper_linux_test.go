@@ -307,6 +307,26 @@ func helpOrphans(say func(string, ...any), sleep, mode string) error {
 		}
 		say("forgot %d %d", roots[0].PID, roots[0].StartTicks)
 	}
+	// Run delivers events on its own goroutine: give the untracked events
+	// of the escaped daemons a moment to arrive.
+	seen := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		got := map[lineage.Identity]bool{}
+		for _, id := range untracked {
+			got[id] = true
+		}
+		for _, d := range daemons {
+			id := lineage.Identity{PID: uint32(d.PID), StartTicks: d.StartTicks}
+			if !members[id] && !got[id] {
+				return false
+			}
+		}
+		return true
+	}
+	for deadline := time.Now().Add(5 * time.Second); !seen() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	mu.Lock()
 	for _, id := range untracked {
 		say("untracked %d %d", id.PID, id.StartTicks)
