@@ -16,6 +16,7 @@ import (
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/internal/proc"
 	"github.com/lineage-dev/lineage/internal/reap"
 	"github.com/lineage-dev/lineage/internal/supervise"
 )
@@ -103,7 +104,7 @@ be run; 127 when it was not found.`,
 	f.StringArrayVar(&opts.Keep, "keep", nil, "spare processes on purpose: `RULE` is exe:/abs/path, PID@START or root:PID@START (repeatable)")
 	f.StringVar(&opts.Reaping, "reaping", "", "on or off; off reports leftovers and kills nothing (LINEAGE_REAPING in the environment wins)")
 	f.BoolVar(&opts.KeepOnAbort, "keep-on-abort", false, "if lineage itself is killed (SIGKILL), leave the lineage running for inspection instead of killing it in the kernel")
-	f.Uint32Var(&opts.MaxMembers, "max-members", 65536, "bpf backend: how many processes can be tracked at once")
+	f.Uint32Var(&opts.MaxMembers, "max-members", loader.DefaultMaxMembers, "bpf backend: how many processes can be tracked at once")
 	f.StringVar(&opts.Interval, "interval", "", "proc backend: time between two /proc scans (default: adapts to the machine)")
 	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "say which backend is used and why, and report every member")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing when nothing was left behind")
@@ -125,8 +126,8 @@ func (o *runOptions) parse(cmd *cobra.Command, getenv func(string) string) error
 	if o.Grace <= 0 {
 		return fmt.Errorf("--grace %v: must be positive", o.Grace)
 	}
-	if o.MaxMembers < 2 {
-		return fmt.Errorf("--max-members %d: must be at least 2", o.MaxMembers)
+	if err := loader.ValidateMaxMembers(o.MaxMembers); err != nil {
+		return fmt.Errorf("--max-members: %w", err)
 	}
 	if cmd.Flags().Changed("interval") {
 		if o.interval, err = loader.ParseInterval(o.Interval); err != nil {
@@ -170,11 +171,11 @@ func runRun(ctx context.Context, o *runOptions) error {
 		}
 		return exitError{exitCannotRun}
 	}
-	proc, err := lineage.OpenProcFS("/proc")
+	procFS, err := proc.Open("/proc")
 	if err != nil {
 		return err
 	}
-	caller, err := callerFacts(proc)
+	caller, err := callerFacts(procFS)
 	if err != nil {
 		return err
 	}
@@ -244,7 +245,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	defer backend.Forget(root)
 	rootExit := children.Wait(int(root.PID))
 
-	end := waitJob(o, proc, root, rootExit, sigs)
+	end := waitJob(o, procFS, root, rootExit, sigs)
 	if term != nil {
 		_ = term.Restore()
 	}
@@ -280,14 +281,11 @@ func runRun(ctx context.Context, o *runOptions) error {
 	switch decision.Action {
 	case policy.Reap:
 		r, err := reap.Reap(ctx, src, reap.Options{
-			Linger: o.Linger,
-			Grace:  o.Grace,
-			Contain: func() (string, error) {
-				how, err := backend.Contain(root)
-				return string(how), err
-			},
-			Keep:   keeper(o.keep, tree, proc),
-			Refuse: refuser(caller, root),
+			Linger:  o.Linger,
+			Grace:   o.Grace,
+			Contain: func() (lineage.Containment, error) { return backend.Contain(root) },
+			Keep:    keeper(o.keep, tree, procFS),
+			Refuse:  refuser(caller, root),
 		})
 		rep.Reap = &r
 		if err != nil {
@@ -308,7 +306,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		if err != nil {
 			rep.Warnings = append(rep.Warnings, "list leftovers: "+err.Error())
 		}
-		rep.addLeftovers(ms, tree, proc)
+		rep.addLeftovers(ms, tree, procFS)
 	}
 
 	stopRecording()
@@ -325,7 +323,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 
 // waitJob waits for the root to exit, passing on signals sent to lineage,
 // and enforces the deadline by returning early.
-func waitJob(o *runOptions, proc lineage.ProcFS, root lineage.Identity, rootExit <-chan lineage.ExitStatus, sigs <-chan os.Signal) jobEnd {
+func waitJob(o *runOptions, procFS proc.FS, root lineage.Identity, rootExit <-chan lineage.ExitStatus, sigs <-chan os.Signal) jobEnd {
 	var deadline <-chan time.Time
 	if o.Deadline > 0 {
 		timer := time.NewTimer(o.Deadline)
@@ -349,7 +347,7 @@ func waitJob(o *runOptions, proc lineage.ProcFS, root lineage.Identity, rootExit
 				return end
 			}
 			end.interrupted = sig
-			if err := reap.Signal(proc, root, sig.(syscall.Signal)); err != nil && o.Verbose {
+			if err := reap.Signal(procFS, root, sig.(syscall.Signal)); err != nil && o.Verbose {
 				fmt.Fprintf(o.s.err, "lineage: pass %v to the job: %v\n", sig, err)
 			}
 			// Give the job the grace to exit on its own.
@@ -361,7 +359,7 @@ func waitJob(o *runOptions, proc lineage.ProcFS, root lineage.Identity, rootExit
 }
 
 // callerFacts gathers what the protected set needs to know of lineage itself.
-func callerFacts(proc lineage.ProcFS) (policy.Caller, error) {
+func callerFacts(procFS proc.FS) (policy.Caller, error) {
 	c := policy.Caller{PID: os.Getpid(), PGID: syscall.Getpgrp()}
 	if c.PGID <= 0 {
 		// Our process group lives outside our PID namespace: no process
@@ -370,7 +368,7 @@ func callerFacts(proc lineage.ProcFS) (policy.Caller, error) {
 	}
 	for pid := os.Getppid(); pid > 1; {
 		c.Ancestors = append(c.Ancestors, pid)
-		st, err := proc.Stat(pid)
+		st, err := procFS.Stat(pid)
 		if err != nil {
 			break
 		}
@@ -388,7 +386,7 @@ func callerFacts(proc lineage.ProcFS) (policy.Caller, error) {
 // keeper turns keep rules into the reaper's Keep: an exe rule matches the
 // executable the kernel shows for the process, or else the file its last
 // exec named.
-func keeper(rules policy.KeepRules, tree *lineage.Tree, proc lineage.ProcFS) func(lineage.Member) (bool, string) {
+func keeper(rules policy.KeepRules, tree *lineage.Tree, procFS proc.FS) func(lineage.Member) (bool, string) {
 	if len(rules) == 0 {
 		return nil
 	}
@@ -396,7 +394,7 @@ func keeper(rules policy.KeepRules, tree *lineage.Tree, proc lineage.ProcFS) fun
 		if known, ok := tree.Get(m.Identity); ok && m.Filename == "" {
 			m.Filename = known.Filename
 		}
-		if exe, err := proc.Exe(int(m.PID)); err == nil && exe != "" {
+		if exe, err := procFS.Exe(int(m.PID)); err == nil && exe != "" {
 			m.Filename = exe
 		}
 		rule, ok := rules.Spares(m)

@@ -88,7 +88,7 @@ func TestRunOptionsKillSwitchFromEnvironment(t *testing.T) {
 		t.Setenv(policy.EnvReaping, c.env)
 		err := cmd.Execute()
 		if c.wantErr {
-			if err == nil || !errors.Is(err, policy.ErrInvalid) {
+			if err == nil || !errors.Is(err, lineage.ErrInvalid) {
 				t.Errorf("env %q: %v, want an invalid-value error", c.env, err)
 			}
 			continue

@@ -10,8 +10,8 @@ import (
 
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/proc"
 	"github.com/lineage-dev/lineage/internal/reap"
-	"github.com/lineage-dev/lineage/internal/supervise"
 )
 
 // reportVersion is the version of the JSON report's schema.
@@ -74,8 +74,8 @@ func (r *jobReport) setStatus(st lineage.ExitStatus) {
 
 // addLeftovers records members that were only reported, with what the tree
 // and /proc know of them.
-func (r *jobReport) addLeftovers(ms []lineage.Member, tree *lineage.Tree, proc lineage.ProcFS) {
-	now := supervise.BootTicks()
+func (r *jobReport) addLeftovers(ms []lineage.Member, tree *lineage.Tree, procFS proc.FS) {
+	now := lineage.DurationToTicks(proc.BootTime())
 	for _, m := range ms {
 		l := leftover{Member: m}
 		if known, ok := tree.Get(m.Identity); ok {
@@ -83,10 +83,10 @@ func (r *jobReport) addLeftovers(ms []lineage.Member, tree *lineage.Tree, proc l
 			l.Member.Comm = known.Comm
 		}
 		if len(l.Argv) == 0 {
-			l.Argv, _ = proc.Argv(int(m.PID))
+			l.Argv, _ = procFS.Argv(int(m.PID))
 		}
 		if now > m.StartTicks {
-			l.Age = time.Duration(now-m.StartTicks) * 10 * time.Millisecond
+			l.Age = lineage.TicksToDuration(now - m.StartTicks)
 		}
 		r.Leftovers = append(r.Leftovers, l)
 	}
@@ -207,7 +207,7 @@ func (r *jobReport) write(o *runOptions) error {
 	case left == 0:
 		fmt.Fprintln(w, "lineage: nothing left behind")
 	case r.Reap != nil:
-		fmt.Fprintf(w, "lineage: %d %s left behind; %s (containment %s, %s):\n", left, plural(left, "process", "processes"), r.Decision, orNone(r.Reap.Containment), round(r.Reap.Took))
+		fmt.Fprintf(w, "lineage: %d %s left behind; %s (containment %s, %s):\n", left, plural(left, "process", "processes"), r.Decision, orNone(string(r.Reap.Containment)), round(r.Reap.Took))
 	default:
 		fmt.Fprintf(w, "lineage: %d %s left behind, not killed: %s\n", left, plural(left, "process", "processes"), r.Decision)
 	}

@@ -1,15 +1,11 @@
 package lineage
 
 import (
-	"errors"
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
 )
-
-// ErrInvalidIdentity is wrapped by every error about a malformed or
-// unacceptable identity.
-var ErrInvalidIdentity = errors.New("invalid identity")
 
 // Identity names one process for its whole life: its pid and its start time
 // in clock ticks since boot (field 22 of /proc/PID/stat). Two processes that
@@ -31,10 +27,10 @@ func (id Identity) String() string {
 // is the idle task and pid 1 is init; neither can ever be a member.
 func (id Identity) Validate() error {
 	if id.PID <= 1 {
-		return fmt.Errorf("%w: pid %d: pid 0 and 1 can never be tracked", ErrInvalidIdentity, id.PID)
+		return fmt.Errorf("%w identity: pid %d: pid 0 and 1 can never be tracked", ErrInvalid, id.PID)
 	}
 	if id.StartTicks == 0 {
-		return fmt.Errorf("%w: pid %d: missing start time", ErrInvalidIdentity, id.PID)
+		return fmt.Errorf("%w identity: pid %d: missing start time", ErrInvalid, id.PID)
 	}
 	return nil
 }
@@ -43,19 +39,25 @@ func (id Identity) Validate() error {
 func ParseIdentity(s string) (Identity, error) {
 	pidText, startText, ok := strings.Cut(s, "@")
 	if !ok {
-		return Identity{}, fmt.Errorf("%w: %q: want PID@START", ErrInvalidIdentity, s)
+		return Identity{}, fmt.Errorf("%w identity %q: want PID@START", ErrInvalid, s)
 	}
 	pid, err := strconv.ParseUint(pidText, 10, 32)
 	if err != nil {
-		return Identity{}, fmt.Errorf("%w: %q: bad pid", ErrInvalidIdentity, s)
+		return Identity{}, fmt.Errorf("%w identity %q: bad pid", ErrInvalid, s)
 	}
 	start, err := strconv.ParseUint(startText, 10, 64)
 	if err != nil {
-		return Identity{}, fmt.Errorf("%w: %q: bad start time", ErrInvalidIdentity, s)
+		return Identity{}, fmt.Errorf("%w identity %q: bad start time", ErrInvalid, s)
 	}
 	id := Identity{PID: uint32(pid), StartTicks: start}
 	if err := id.Validate(); err != nil {
 		return Identity{}, err
 	}
 	return id, nil
+}
+
+// Compare orders identities by start time, then pid: the order in which the
+// processes were created, as far as clock ticks can tell.
+func Compare(a, b Identity) int {
+	return cmp.Or(cmp.Compare(a.StartTicks, b.StartTicks), cmp.Compare(a.PID, b.PID))
 }

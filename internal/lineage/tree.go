@@ -133,7 +133,7 @@ func (t *Tree) Lineage(root Identity) []Member {
 			rest = append(rest, clone(m))
 		}
 	}
-	slices.SortFunc(rest, func(a, b Member) int { return compareIdentity(a.Identity, b.Identity) })
+	slices.SortFunc(rest, func(a, b Member) int { return Compare(a.Identity, b.Identity) })
 	return append(out, rest...)
 }
 
@@ -182,20 +182,4 @@ func clone(m *Member) Member {
 	c := *m
 	c.Argv = slices.Clone(m.Argv)
 	return c
-}
-
-func compareIdentity(a, b Identity) int {
-	if a.StartTicks != b.StartTicks {
-		if a.StartTicks < b.StartTicks {
-			return -1
-		}
-		return 1
-	}
-	switch {
-	case a.PID < b.PID:
-		return -1
-	case a.PID > b.PID:
-		return 1
-	}
-	return 0
 }

@@ -119,8 +119,8 @@ func TestIdentityParseAndValidate(t *testing.T) {
 		t.Fatalf("round trip %v: %v, %v", good, got, err)
 	}
 	for _, s := range []string{"", "1234", "@5", "12@", "x@5", "12@y", "1@5", "0@5", "12@0", "-3@4", "99999999999@1", "12@5@6"} {
-		if _, err := ParseIdentity(s); !errors.Is(err, ErrInvalidIdentity) {
-			t.Errorf("ParseIdentity(%q): %v, want ErrInvalidIdentity", s, err)
+		if _, err := ParseIdentity(s); !errors.Is(err, ErrInvalid) {
+			t.Errorf("ParseIdentity(%q): %v, want ErrInvalid", s, err)
 		}
 	}
 	if !(Identity{}).IsZero() || good.IsZero() {

@@ -3,6 +3,7 @@ package loader
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
@@ -18,6 +19,19 @@ var ErrNotRoot = errors.New("not a registered root")
 // ErrAlreadyTracked is wrapped when a process to register is already a member
 // of a lineage.
 var ErrAlreadyTracked = errors.New("already tracked")
+
+// DefaultMaxMembers is how many processes the bpf backend can track at once,
+// across all roots, unless told otherwise.
+const DefaultMaxMembers = 65536
+
+// ValidateMaxMembers checks a size for the bpf backend's membership map: a
+// root and at least one descendant must fit. Errors wrap lineage.ErrInvalid.
+func ValidateMaxMembers(n uint32) error {
+	if n < 2 {
+		return fmt.Errorf("%w option: max members %d: must be at least 2", lineage.ErrInvalid, n)
+	}
+	return nil
+}
 
 // Backend tells which processes belong to which root, and keeps telling as
 // they fork, exec and exit. Implementations are safe for concurrent use by
@@ -41,7 +55,7 @@ type Backend interface {
 
 	// Contain marks root's lineage as being reaped, so that its members
 	// can't outrun the reaper by forking, and says how.
-	Contain(root lineage.Identity) (Containment, error)
+	Contain(root lineage.Identity) (lineage.Containment, error)
 
 	// Forget drops root and whatever remains of its membership. It signals
 	// nothing.
@@ -68,21 +82,6 @@ type RootOptions struct {
 	// the process group, say). BPF backend, kernel 6.13 or later.
 	DieWithSupervisor bool
 }
-
-// Containment says how a lineage is kept from growing while it is reaped.
-type Containment string
-
-const (
-	// ContainKernel: the fork hook kills each new child of a reaping
-	// member at birth (bpf_task_from_pid + bpf_send_signal_task).
-	ContainKernel Containment = "kernel"
-	// ContainKernelForker: older kernels; the fork hook kills the member
-	// that forks (bpf_send_signal can only signal the current task).
-	ContainKernelForker Containment = "kernel-forker"
-	// ContainStop: no BPF; the reaper stops the whole set with SIGSTOP
-	// before killing, and needs two empty passes to call it empty.
-	ContainStop Containment = "stop"
-)
 
 // Stats are a backend's counters since it started. Losses are never hidden:
 // a report shows them.

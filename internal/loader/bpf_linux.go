@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/proc"
 )
 
 // BPFOptions size and tune the BPF backend. The zero value gives the
@@ -47,7 +48,7 @@ func (o *BPFOptions) withDefaults() BPFOptions {
 		out = *o
 	}
 	if out.MaxMembers == 0 {
-		out.MaxMembers = 65536
+		out.MaxMembers = DefaultMaxMembers
 	}
 	if out.MaxRoots == 0 {
 		out.MaxRoots = 4096
@@ -74,7 +75,7 @@ type BPF struct {
 	objs   lineageObjects
 	links  []link.Link
 	reader *ringbuf.Reader
-	proc   lineage.ProcFS
+	proc   proc.FS
 	kfuncs bool
 
 	// spawnMu serialises Spawn: one armed thread at a time.
@@ -94,10 +95,13 @@ func OpenBPF(opts *BPFOptions) (*BPF, error) {
 	if err := validateRing(o.RingBytes); err != nil {
 		return nil, err
 	}
-	if o.MaxMembers < 2 || o.MaxRoots < 1 {
-		return nil, fmt.Errorf("bpf backend: max members must be at least 2 and max roots at least 1")
+	if err := ValidateMaxMembers(o.MaxMembers); err != nil {
+		return nil, err
 	}
-	proc, err := lineage.OpenProcFS(o.ProcRoot)
+	if o.MaxRoots < 1 {
+		return nil, fmt.Errorf("%w option: max roots %d: must be at least 1", lineage.ErrInvalid, o.MaxRoots)
+	}
+	procFS, err := proc.Open(o.ProcRoot)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +136,7 @@ func OpenBPF(opts *BPFOptions) (*BPF, error) {
 		}
 	}
 
-	b := &BPF{opts: o, proc: proc, kfuncs: kfuncs}
+	b := &BPF{opts: o, proc: procFS, kfuncs: kfuncs}
 	if err := spec.LoadAndAssign(&b.objs, &ebpf.CollectionOptions{
 		Programs: ebpf.ProgramOptions{KernelTypes: kernel},
 	}); err != nil {
@@ -400,14 +404,14 @@ func (b *BPF) deleteMember(id lineage.Identity) {
 }
 
 // Contain implements Backend.
-func (b *BPF) Contain(root lineage.Identity) (Containment, error) {
+func (b *BPF) Contain(root lineage.Identity) (lineage.Containment, error) {
 	if err := b.setRootFlag(root, lineageRootFlagROOT_F_REAPING, true); err != nil {
 		return "", err
 	}
 	if b.kfuncs {
-		return ContainKernel, nil
+		return lineage.ContainKernel, nil
 	}
-	return ContainKernelForker, nil
+	return lineage.ContainKernelForker, nil
 }
 
 // SetDieWithSupervisor changes whether root's lineage is killed when this

@@ -439,8 +439,8 @@ func TestContainKillsNewChildrenAtBirth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if how != ContainKernel {
-		t.Fatalf("containment %q, want %q", how, ContainKernel)
+	if how != lineage.ContainKernel {
+		t.Fatalf("containment %q, want %q", how, lineage.ContainKernel)
 	}
 	waitFor(t, "contained forks", 5*time.Second, func() bool {
 		st, _ := b.Stats()
@@ -584,9 +584,9 @@ func TestRegisterRefusesBadInputAndChangesNothing(t *testing.T) {
 		id   lineage.Identity
 		want error
 	}{
-		{"pid 0", lineage.Identity{PID: 0, StartTicks: 1}, lineage.ErrInvalidIdentity},
-		{"pid 1", lineage.Identity{PID: 1, StartTicks: 1}, lineage.ErrInvalidIdentity},
-		{"no start time", lineage.Identity{PID: uint32(os.Getpid())}, lineage.ErrInvalidIdentity},
+		{"pid 0", lineage.Identity{PID: 0, StartTicks: 1}, lineage.ErrInvalid},
+		{"pid 1", lineage.Identity{PID: 1, StartTicks: 1}, lineage.ErrInvalid},
+		{"no start time", lineage.Identity{PID: uint32(os.Getpid())}, lineage.ErrInvalid},
 		{"no such pid", lineage.Identity{PID: 1 << 30, StartTicks: 5}, lineage.ErrNoProcess},
 		{"wrong start time", lineage.Identity{PID: uint32(os.Getpid()), StartTicks: self + 1}, lineage.ErrIdentityMismatch},
 	}

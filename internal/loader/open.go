@@ -1,14 +1,11 @@
 package loader
 
 import (
-	"errors"
 	"fmt"
 	"strings"
-)
 
-// ErrInvalidOption is wrapped by every error about an option value a user
-// gave: an unknown backend, a poll interval that is not positive, and so on.
-var ErrInvalidOption = errors.New("invalid option")
+	"github.com/lineage-dev/lineage/internal/lineage"
+)
 
 // The backends a user can choose with --backend.
 const (
@@ -22,7 +19,7 @@ const (
 
 // ParseBackend checks a --backend value: "auto", "bpf" or "proc" (any case,
 // surrounding spaces ignored; empty means "auto"). Other values wrap
-// ErrInvalidOption.
+// lineage.ErrInvalid.
 func ParseBackend(s string) (string, error) {
 	switch v := strings.ToLower(strings.TrimSpace(s)); v {
 	case "":
@@ -30,7 +27,7 @@ func ParseBackend(s string) (string, error) {
 	case BackendAuto, BackendBPF, BackendProc:
 		return v, nil
 	}
-	return "", fmt.Errorf("%w: backend %q: want auto, bpf or proc", ErrInvalidOption, s)
+	return "", fmt.Errorf("%w option: backend %q: want auto, bpf or proc", lineage.ErrInvalid, s)
 }
 
 // Choice says which backend [Open] chose and why, in words fit for a report

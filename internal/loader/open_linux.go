@@ -22,7 +22,7 @@ type Options struct {
 //     backend, with the reason BPF failed in the Choice: auto never fails
 //     because of BPF.
 //
-// An unknown choice, or bad proc options, wrap ErrInvalidOption. The caller
+// An unknown choice, or bad proc options, wrap lineage.ErrInvalid. The caller
 // owns the returned backend and must Close it.
 func Open(choice string, opts Options) (Backend, Choice, error) {
 	asked, err := ParseBackend(choice)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
 // Defaults of the proc backend's adaptive poll interval.
@@ -50,22 +52,22 @@ type ProcOptions struct {
 	MaxPending int
 }
 
-// Validate checks o. Errors wrap ErrInvalidOption.
+// Validate checks o. Errors wrap lineage.ErrInvalid.
 func (o *ProcOptions) Validate() error {
 	if o == nil {
 		return nil
 	}
 	switch {
 	case o.Interval < 0:
-		return fmt.Errorf("%w: poll interval %v: must be positive", ErrInvalidOption, o.Interval)
+		return fmt.Errorf("%w option: poll interval %v: must be positive", lineage.ErrInvalid, o.Interval)
 	case o.MinInterval < 0 || o.MaxInterval < 0:
-		return fmt.Errorf("%w: poll interval bounds %v, %v: must not be negative", ErrInvalidOption, o.MinInterval, o.MaxInterval)
+		return fmt.Errorf("%w option: poll interval bounds %v, %v: must not be negative", lineage.ErrInvalid, o.MinInterval, o.MaxInterval)
 	case o.MinInterval > 0 && o.MaxInterval > 0 && o.MinInterval > o.MaxInterval:
-		return fmt.Errorf("%w: poll interval bounds: minimum %v is above maximum %v", ErrInvalidOption, o.MinInterval, o.MaxInterval)
+		return fmt.Errorf("%w option: poll interval bounds: minimum %v is above maximum %v", lineage.ErrInvalid, o.MinInterval, o.MaxInterval)
 	case o.Budget < 0 || o.Budget > 1:
-		return fmt.Errorf("%w: poll budget %v: want a share of one core in (0, 1]", ErrInvalidOption, o.Budget)
+		return fmt.Errorf("%w option: poll budget %v: want a share of one core in (0, 1]", lineage.ErrInvalid, o.Budget)
 	case o.MaxPending < 0:
-		return fmt.Errorf("%w: max pending events %d: must not be negative", ErrInvalidOption, o.MaxPending)
+		return fmt.Errorf("%w option: max pending events %d: must not be negative", lineage.ErrInvalid, o.MaxPending)
 	}
 	return nil
 }
@@ -88,15 +90,18 @@ func (o *ProcOptions) withDefaults() ProcOptions {
 		out.Budget = DefaultPollBudget
 	}
 	if out.MaxPending == 0 {
-		out.MaxPending = 65536
+		out.MaxPending = defaultMaxPending
 	}
 	return out
 }
 
+// defaultMaxPending bounds the proc backend's queue of events for Run.
+const defaultMaxPending = 65536
+
 // ParseInterval reads an --interval value for the proc backend: "auto" (or
 // empty) adapts the interval to the cost of a scan and returns 0; anything
 // else is a Go duration ("250ms", "2s") that must be positive. Errors wrap
-// ErrInvalidOption.
+// lineage.ErrInvalid.
 func ParseInterval(s string) (time.Duration, error) {
 	v := strings.TrimSpace(s)
 	if v == "" || strings.EqualFold(v, "auto") {
@@ -104,10 +109,10 @@ func ParseInterval(s string) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil {
-		return 0, fmt.Errorf("%w: poll interval %q: want a duration such as 250ms or 2s, or auto", ErrInvalidOption, s)
+		return 0, fmt.Errorf("%w option: poll interval %q: want a duration such as 250ms or 2s, or auto", lineage.ErrInvalid, s)
 	}
 	if d <= 0 {
-		return 0, fmt.Errorf("%w: poll interval %q: must be positive (or auto)", ErrInvalidOption, s)
+		return 0, fmt.Errorf("%w option: poll interval %q: must be positive (or auto)", lineage.ErrInvalid, s)
 	}
 	return d, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/proc"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -77,7 +78,7 @@ func BenchmarkProcScan(b *testing.B) {
 	for _, n := range []int{100, 1000, 5000} {
 		b.Run(fmt.Sprintf("sleepers=%d", n), func(b *testing.B) {
 			root := startSleepers(b, n)
-			fs, err := lineage.OpenProcFS("/proc")
+			fs, err := proc.Open("/proc")
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -561,8 +561,8 @@ func TestProcAdaptiveInterval(t *testing.T) {
 
 func TestProcOptionsAndParsers(t *testing.T) {
 	for _, s := range []string{"0", "0s", "-1s", "nonsense", "10"} {
-		if _, err := ParseInterval(s); !errors.Is(err, ErrInvalidOption) {
-			t.Errorf("ParseInterval(%q): %v, want ErrInvalidOption", s, err)
+		if _, err := ParseInterval(s); !errors.Is(err, lineage.ErrInvalid) {
+			t.Errorf("ParseInterval(%q): %v, want lineage.ErrInvalid", s, err)
 		}
 	}
 	for s, want := range map[string]time.Duration{"": 0, "auto": 0, "250ms": 250 * time.Millisecond, " 2s ": 2 * time.Second} {
@@ -577,11 +577,11 @@ func TestProcOptionsAndParsers(t *testing.T) {
 		{Budget: -0.1},
 		{MaxPending: -1},
 	} {
-		if err := o.Validate(); !errors.Is(err, ErrInvalidOption) {
-			t.Errorf("%+v: %v, want ErrInvalidOption", o, err)
+		if err := o.Validate(); !errors.Is(err, lineage.ErrInvalid) {
+			t.Errorf("%+v: %v, want lineage.ErrInvalid", o, err)
 		}
-		if _, err := OpenProc(&o); !errors.Is(err, ErrInvalidOption) {
-			t.Errorf("OpenProc(%+v): %v, want ErrInvalidOption", o, err)
+		if _, err := OpenProc(&o); !errors.Is(err, lineage.ErrInvalid) {
+			t.Errorf("OpenProc(%+v): %v, want lineage.ErrInvalid", o, err)
 		}
 	}
 	for s, want := range map[string]string{"": "auto", "auto": "auto", "BPF": "bpf", " proc ": "proc"} {
@@ -590,14 +590,14 @@ func TestProcOptionsAndParsers(t *testing.T) {
 		}
 	}
 	_, err := ParseBackend("nonsense")
-	if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), `"nonsense"`) {
+	if !errors.Is(err, lineage.ErrInvalid) || !strings.Contains(err.Error(), `"nonsense"`) {
 		t.Errorf("ParseBackend(nonsense): %v", err)
 	}
-	if _, _, err := Open("nonsense", Options{}); !errors.Is(err, ErrInvalidOption) {
-		t.Errorf("Open(nonsense): %v, want ErrInvalidOption", err)
+	if _, _, err := Open("nonsense", Options{}); !errors.Is(err, lineage.ErrInvalid) {
+		t.Errorf("Open(nonsense): %v, want lineage.ErrInvalid", err)
 	}
-	if _, _, err := Open("auto", Options{Proc: &ProcOptions{Interval: -1}}); !errors.Is(err, ErrInvalidOption) {
-		t.Errorf("Open(auto) with a bad interval: %v, want ErrInvalidOption", err)
+	if _, _, err := Open("auto", Options{Proc: &ProcOptions{Interval: -1}}); !errors.Is(err, lineage.ErrInvalid) {
+		t.Errorf("Open(auto) with a bad interval: %v, want lineage.ErrInvalid", err)
 	}
 	if _, err := OpenProc(&ProcOptions{ProcRoot: filepath.Join(t.TempDir(), "none")}); err == nil {
 		t.Errorf("a missing proc root was accepted")

@@ -1,7 +1,6 @@
 package loader
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/proc"
 )
 
 // Proc is the backend that polls /proc, for where BPF can't load: it needs
@@ -27,7 +27,7 @@ import (
 // A background poller scans /proc (every process's /proc/PID/stat) and
 // derives forks, execs and exits by difference from the scan before. It keeps
 // each process's stat file open from one scan to the next (see
-// [lineage.StatReader]): one descriptor per process on the machine, up to
+// [proc.StatReader]): one descriptor per process on the machine, up to
 // half the soft RLIMIT_NOFILE. A process becomes a member when its parent is
 // a member, and stays one, however it is reparented, until its identity is
 // gone: membership is by lineage, not by current ppid, and a pid that comes
@@ -64,14 +64,14 @@ import (
 //   - An exit's status is known when this process reaped the member (an
 //     orphan it inherited) or a poll saw the member as a zombie and may read
 //     its exit code; otherwise it is [lineage.StatusUnknown].
-//   - Nothing happens in the kernel: Contain returns ContainStop (the reaper
+//   - Nothing happens in the kernel: Contain returns lineage.ContainStop (the reaper
 //     stops the set itself), and RootOptions.DieWithSupervisor is refused.
 //
 // A Proc is safe for concurrent use by multiple goroutines, except that Run
 // may be called only once.
 type Proc struct {
 	opts   ProcOptions
-	fs     lineage.ProcFS
+	fs     proc.FS
 	self   lineage.Stat
 	euid   int
 	ticker chan struct{}
@@ -79,7 +79,7 @@ type Proc struct {
 	// scanMu serialises scans, Spawn and Register: no scan runs between a
 	// process's start and its registration. It guards the scan state.
 	scanMu     sync.Mutex
-	reader     *lineage.StatReader
+	reader     *proc.StatReader
 	cur, prev  map[int]lineage.Stat
 	unreadable map[int]bool
 	fresh      []int
@@ -151,13 +151,13 @@ type PollStats struct {
 var _ Backend = (*Proc)(nil)
 
 // OpenProc starts the proc backend: it scans /proc once, then starts the
-// poller. Errors about opts wrap ErrInvalidOption.
+// poller. Errors about opts wrap lineage.ErrInvalid.
 func OpenProc(opts *ProcOptions) (*Proc, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
 	o := opts.withDefaults()
-	fs, err := lineage.OpenProcFS(o.ProcRoot)
+	fs, err := proc.Open(o.ProcRoot)
 	if err != nil {
 		return nil, fmt.Errorf("proc backend: %w", err)
 	}
@@ -255,7 +255,7 @@ func (p *Proc) Spawn(cmd *exec.Cmd, opts RootOptions) (lineage.Identity, error) 
 		st.Comm = st.Comm[:15]
 	}
 	st.StartStack = 0
-	now := bootTime()
+	now := proc.BootTime()
 	p.mu.Lock()
 	p.spawned[st.Identity] = true
 	p.roots[st.Identity] = &procRoot{id: st.Identity, spawned: true}
@@ -309,9 +309,9 @@ func (p *Proc) Register(id lineage.Identity, opts RootOptions) error {
 	case isZombie(st):
 		return fmt.Errorf("register %s: it has exited: %w", id, lineage.ErrNoProcess)
 	case st.Kernel:
-		return fmt.Errorf("register %s: %w: a kernel thread can't be tracked", id, lineage.ErrInvalidIdentity)
+		return fmt.Errorf("register %s: %w: a kernel thread can't be tracked", id, lineage.ErrInvalid)
 	}
-	now := bootTime()
+	now := proc.BootTime()
 	var parent lineage.Identity
 	if ps, err := p.reader.Stat(st.PPID); err == nil {
 		parent = ps.Identity
@@ -370,15 +370,13 @@ func (p *Proc) Members(root lineage.Identity) ([]lineage.Member, error) {
 			out = append(out, c)
 		}
 	}
-	slices.SortFunc(out, func(a, b lineage.Member) int {
-		return cmp.Or(cmp.Compare(a.StartTicks, b.StartTicks), cmp.Compare(a.PID, b.PID))
-	})
+	slices.SortFunc(out, func(a, b lineage.Member) int { return lineage.Compare(a.Identity, b.Identity) })
 	return out, nil
 }
 
 // Contain implements Backend: the proc backend can't stop forks, so the
-// reaper must stop the set itself (ContainStop).
-func (p *Proc) Contain(root lineage.Identity) (Containment, error) {
+// reaper must stop the set itself (lineage.ContainStop).
+func (p *Proc) Contain(root lineage.Identity) (lineage.Containment, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r, ok := p.roots[root]
@@ -386,7 +384,7 @@ func (p *Proc) Contain(root lineage.Identity) (Containment, error) {
 		return "", fmt.Errorf("root %s: %w", root, ErrNotRoot)
 	}
 	r.reaping = true
-	return ContainStop, nil
+	return lineage.ContainStop, nil
 }
 
 // Forget implements Backend. Orphans of a forgotten spawned lineage that
@@ -554,7 +552,7 @@ func (p *Proc) scanLocked() error {
 		p.scanErr = err
 		return err
 	}
-	p.apply(bootTime())
+	p.apply(proc.BootTime())
 	p.prev, p.cur = p.cur, p.prev
 	p.scanErr = nil
 
@@ -699,7 +697,7 @@ func (p *Proc) apply(now time.Duration) {
 			}
 			p.poll.Unattributed++
 			p.orphans[st.Identity] = true
-			p.emit(lineage.Event{Kind: lineage.EventFork, Time: ticksToTime(st.StartTicks), Process: st.Identity, Comm: st.Comm, Untracked: true})
+			p.emit(lineage.Event{Kind: lineage.EventFork, Time: lineage.TicksToDuration(st.StartTicks), Process: st.Identity, Comm: st.Comm, Untracked: true})
 		}
 	}
 }
@@ -756,7 +754,7 @@ func (p *Proc) addMember(st lineage.Stat, parent, root lineage.Identity, isRoot 
 			Parent:   parent,
 			Root:     root,
 			Comm:     st.Comm,
-			Forked:   ticksToTime(st.StartTicks),
+			Forked:   lineage.TicksToDuration(st.StartTicks),
 		},
 		stack:   st.StartStack,
 		ppid:    st.PPID,
@@ -887,19 +885,6 @@ func (p *Proc) emit(ev lineage.Event) {
 }
 
 func isZombie(st lineage.Stat) bool { return st.Zombie() }
-
-// ticksToTime turns a start time in clock ticks (USER_HZ = 100) into time
-// since boot.
-func ticksToTime(ticks uint64) time.Duration { return time.Duration(ticks) * 10 * time.Millisecond }
-
-// bootTime returns the time since boot (CLOCK_BOOTTIME).
-func bootTime() time.Duration {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
-		return 0
-	}
-	return time.Duration(ts.Nano())
-}
 
 // threadCPU returns the CPU time the calling thread has used.
 func threadCPU() (time.Duration, error) {

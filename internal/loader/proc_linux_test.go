@@ -176,10 +176,10 @@ func TestProcRegisterAdoptsExistingDescendants(t *testing.T) {
 	if err := p.Register(root, RootOptions{}); !errors.Is(err, ErrAlreadyTracked) {
 		t.Errorf("second register: %v, want ErrAlreadyTracked", err)
 	}
-	if c, err := p.Contain(root); err != nil || c != ContainStop {
-		t.Errorf("contain: %v, %v; want %v", c, err, ContainStop)
+	if c, err := p.Contain(root); err != nil || c != lineage.ContainStop {
+		t.Errorf("contain: %v, %v; want %v", c, err, lineage.ContainStop)
 	}
-	if err := p.Register(lineage.Identity{PID: 1, StartTicks: 1}, RootOptions{}); !errors.Is(err, lineage.ErrInvalidIdentity) {
+	if err := p.Register(lineage.Identity{PID: 1, StartTicks: 1}, RootOptions{}); !errors.Is(err, lineage.ErrInvalid) {
 		t.Errorf("register init: %v", err)
 	}
 	if err := p.Register(root, RootOptions{DieWithSupervisor: true}); !errors.Is(err, ErrUnavailable) {

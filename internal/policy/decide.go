@@ -1,6 +1,10 @@
 package policy
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+)
 
 // Kind is the runtime that registered a lineage's root. The zero Kind means
 // none was given, as for a `lineage run` job; only [TurnEnd] needs one.
@@ -33,14 +37,14 @@ func (k Kind) String() string {
 func (k Kind) valid() bool { return k == 0 || kindNames[k] != "" }
 
 // ParseKind reads "interactive" or "autonomous". Anything else, including
-// the empty string, is an error wrapping [ErrInvalid].
+// the empty string, is an error wrapping [lineage.ErrInvalid].
 func ParseKind(s string) (Kind, error) {
 	for k, name := range kindNames {
 		if s == name {
 			return k, nil
 		}
 	}
-	return 0, fmt.Errorf("%w runtime kind %q: want interactive or autonomous", ErrInvalid, s)
+	return 0, fmt.Errorf("%w runtime kind %q: want interactive or autonomous", lineage.ErrInvalid, s)
 }
 
 // Event is what happened to a lineage that calls for a decision.
@@ -73,14 +77,14 @@ func (e Event) String() string {
 }
 
 // ParseEvent reads "turn-end", "session-close", "deadline" or "root-exit".
-// Anything else is an error wrapping [ErrInvalid].
+// Anything else is an error wrapping [lineage.ErrInvalid].
 func ParseEvent(s string) (Event, error) {
 	for e, name := range eventNames {
 		if s == name {
 			return e, nil
 		}
 	}
-	return 0, fmt.Errorf("%w event %q: want turn-end, session-close, deadline or root-exit", ErrInvalid, s)
+	return 0, fmt.Errorf("%w event %q: want turn-end, session-close, deadline or root-exit", lineage.ErrInvalid, s)
 }
 
 // Action is what to do with a lineage. The zero Action is [Skip], so a zero
@@ -121,19 +125,19 @@ type Input struct {
 	Kept bool
 }
 
-// Validate returns an error wrapping [ErrInvalid] when in asks nothing
+// Validate returns an error wrapping [lineage.ErrInvalid] when in asks nothing
 // [Decide] can answer: no event, an unknown event or kind, or a turn end
 // without a runtime kind.
 func (in Input) Validate() error {
 	switch {
 	case in.Event == 0:
-		return fmt.Errorf("%w input: no event", ErrInvalid)
+		return fmt.Errorf("%w input: no event", lineage.ErrInvalid)
 	case eventNames[in.Event] == "":
-		return fmt.Errorf("%w input: unknown %v", ErrInvalid, in.Event)
+		return fmt.Errorf("%w input: unknown %v", lineage.ErrInvalid, in.Event)
 	case !in.Kind.valid():
-		return fmt.Errorf("%w input: unknown %v", ErrInvalid, in.Kind)
+		return fmt.Errorf("%w input: unknown %v", lineage.ErrInvalid, in.Kind)
 	case in.Event == TurnEnd && in.Kind == 0:
-		return fmt.Errorf("%w input: turn-end needs a runtime kind", ErrInvalid)
+		return fmt.Errorf("%w input: turn-end needs a runtime kind", lineage.ErrInvalid)
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
 // TestDecide is the decision table. Each row reads: runtime, event, kill
@@ -148,8 +150,8 @@ func TestDecideInvalid(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.in.Validate()
-			if !errors.Is(err, ErrInvalid) {
-				t.Errorf("Validate() = %v, want ErrInvalid", err)
+			if !errors.Is(err, lineage.ErrInvalid) {
+				t.Errorf("Validate() = %v, want lineage.ErrInvalid", err)
 			}
 			d := Decide(tt.in)
 			if d.Action != Skip || !strings.HasPrefix(d.Reason, "nothing to decide") || !strings.Contains(d.Reason, tt.why) {
@@ -195,8 +197,8 @@ func TestParseKindEvent(t *testing.T) {
 	for _, tt := range kinds {
 		got, err := ParseKind(tt.in)
 		if tt.wantErr {
-			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "runtime kind") || !strings.Contains(err.Error(), "want interactive or autonomous") {
-				t.Errorf("ParseKind(%q) error = %v, want an ErrInvalid naming the choices", tt.in, err)
+			if !errors.Is(err, lineage.ErrInvalid) || !strings.Contains(err.Error(), "runtime kind") || !strings.Contains(err.Error(), "want interactive or autonomous") {
+				t.Errorf("ParseKind(%q) error = %v, want an lineage.ErrInvalid naming the choices", tt.in, err)
 			}
 			continue
 		}
@@ -222,8 +224,8 @@ func TestParseKindEvent(t *testing.T) {
 	for _, tt := range events {
 		got, err := ParseEvent(tt.in)
 		if tt.wantErr {
-			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "event") || !strings.Contains(err.Error(), "want turn-end") {
-				t.Errorf("ParseEvent(%q) error = %v, want an ErrInvalid naming the choices", tt.in, err)
+			if !errors.Is(err, lineage.ErrInvalid) || !strings.Contains(err.Error(), "event") || !strings.Contains(err.Error(), "want turn-end") {
+				t.Errorf("ParseEvent(%q) error = %v, want an lineage.ErrInvalid naming the choices", tt.in, err)
 			}
 			continue
 		}

@@ -29,14 +29,14 @@ type Split struct {
 // keep spares it, else a victim: victims are only ever taken from
 // candidates, and adding keep rules can only move a victim to kept.
 //
-// Filter fails, wrapping [ErrInvalid] and sorting nothing, when caller or
+// Filter fails, wrapping [lineage.ErrInvalid] and sorting nothing, when caller or
 // root is incomplete: then nothing may be signalled.
 func Filter(caller Caller, root lineage.Identity, keep KeepRules, candidates []Candidate) (Split, error) {
 	if err := caller.Validate(); err != nil {
 		return Split{}, fmt.Errorf("filter candidates: %w", err)
 	}
 	if err := root.Validate(); err != nil {
-		return Split{}, fmt.Errorf("filter candidates: %w root: %w", ErrInvalid, err)
+		return Split{}, fmt.Errorf("filter candidates: %w root: %w", lineage.ErrInvalid, err)
 	}
 	var s Split
 	for _, c := range candidates {

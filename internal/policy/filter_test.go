@@ -69,8 +69,8 @@ func TestFilterInvalid(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, err := Filter(tt.caller, tt.root, nil, []Candidate{cand(2001, 150)})
-			if !errors.Is(err, ErrInvalid) {
-				t.Errorf("Filter error = %v, want ErrInvalid", err)
+			if !errors.Is(err, lineage.ErrInvalid) {
+				t.Errorf("Filter error = %v, want lineage.ErrInvalid", err)
 			}
 			if len(s.Victims)+len(s.Kept)+len(s.Protected) != 0 {
 				t.Errorf("Filter sorted candidates despite the error: %+v", s)

@@ -34,20 +34,20 @@ type Keep struct {
 	exe string
 }
 
-// KeepIdentity spares the one process id. It fails, wrapping [ErrInvalid],
+// KeepIdentity spares the one process id. It fails, wrapping [lineage.ErrInvalid],
 // when id could never be a member.
 func KeepIdentity(id lineage.Identity) (Keep, error) {
 	if err := id.Validate(); err != nil {
-		return Keep{}, fmt.Errorf("%w keep rule: %w", ErrInvalid, err)
+		return Keep{}, fmt.Errorf("%w keep rule: %w", lineage.ErrInvalid, err)
 	}
 	return Keep{by: keepIdentity, id: id}, nil
 }
 
 // KeepRoot spares root and every member of its lineage. It fails, wrapping
-// [ErrInvalid], when root could never be a member.
+// [lineage.ErrInvalid], when root could never be a member.
 func KeepRoot(root lineage.Identity) (Keep, error) {
 	if err := root.Validate(); err != nil {
-		return Keep{}, fmt.Errorf("%w keep rule: %w", ErrInvalid, err)
+		return Keep{}, fmt.Errorf("%w keep rule: %w", lineage.ErrInvalid, err)
 	}
 	return Keep{by: keepRoot, id: root}, nil
 }
@@ -59,21 +59,21 @@ func KeepRoot(root lineage.Identity) (Keep, error) {
 // given to execve, so a program run through a symlink is recorded under the
 // symlink's path; callers that want both may add a rule for the target too.
 // Members that never exec'd, or exec'd a relative path, match no exe rule.
-// Errors wrap [ErrInvalid].
+// Errors wrap [lineage.ErrInvalid].
 func KeepExe(exe string) (Keep, error) {
 	switch {
 	case exe == "":
-		return Keep{}, fmt.Errorf("%w keep rule: empty executable path", ErrInvalid)
+		return Keep{}, fmt.Errorf("%w keep rule: empty executable path", lineage.ErrInvalid)
 	case !path.IsAbs(exe):
-		return Keep{}, fmt.Errorf("%w keep rule: executable path %q is not absolute", ErrInvalid, exe)
+		return Keep{}, fmt.Errorf("%w keep rule: executable path %q is not absolute", lineage.ErrInvalid, exe)
 	case path.Clean(exe) != exe:
-		return Keep{}, fmt.Errorf("%w keep rule: executable path %q is not clean (want %q)", ErrInvalid, exe, path.Clean(exe))
+		return Keep{}, fmt.Errorf("%w keep rule: executable path %q is not clean (want %q)", lineage.ErrInvalid, exe, path.Clean(exe))
 	}
 	return Keep{by: keepExe, exe: exe}, nil
 }
 
 // ParseKeep reads a keep rule in the text form described at [Keep]. Errors
-// wrap [ErrInvalid] (and [lineage.ErrInvalidIdentity] for a bad identity).
+// wrap [lineage.ErrInvalid] (and [lineage.ErrInvalid] for a bad identity).
 func ParseKeep(s string) (Keep, error) {
 	switch {
 	case strings.HasPrefix(s, "exe:"):
@@ -85,17 +85,17 @@ func ParseKeep(s string) (Keep, error) {
 	case strings.HasPrefix(s, "root:"):
 		id, err := lineage.ParseIdentity(strings.TrimPrefix(s, "root:"))
 		if err != nil {
-			return Keep{}, fmt.Errorf("parse %q: %w keep rule: %w", s, ErrInvalid, err)
+			return Keep{}, fmt.Errorf("parse %q: %w keep rule: %w", s, lineage.ErrInvalid, err)
 		}
 		return KeepRoot(id)
 	case strings.Contains(s, "@"):
 		id, err := lineage.ParseIdentity(s)
 		if err != nil {
-			return Keep{}, fmt.Errorf("parse %q: %w keep rule: %w", s, ErrInvalid, err)
+			return Keep{}, fmt.Errorf("parse %q: %w keep rule: %w", s, lineage.ErrInvalid, err)
 		}
 		return KeepIdentity(id)
 	}
-	return Keep{}, fmt.Errorf("parse %q: %w keep rule: want PID@START, root:PID@START or exe:PATH", s, ErrInvalid)
+	return Keep{}, fmt.Errorf("parse %q: %w keep rule: want PID@START, root:PID@START or exe:PATH", s, lineage.ErrInvalid)
 }
 
 // String returns the text form [ParseKeep] reads; "" for the zero Keep.

@@ -41,8 +41,8 @@ func TestParseKeep(t *testing.T) {
 		t.Run(tt.in, func(t *testing.T) {
 			k, err := ParseKeep(tt.in)
 			if tt.want == "" {
-				if !errors.Is(err, ErrInvalid) {
-					t.Fatalf("ParseKeep(%q) error = %v, want ErrInvalid", tt.in, err)
+				if !errors.Is(err, lineage.ErrInvalid) {
+					t.Fatalf("ParseKeep(%q) error = %v, want lineage.ErrInvalid", tt.in, err)
 				}
 				if !strings.Contains(err.Error(), tt.errPart) || !strings.Contains(err.Error(), "keep rule") {
 					t.Errorf("ParseKeep(%q) error %q, want it to name the keep rule and say %q", tt.in, err, tt.errPart)
@@ -61,8 +61,8 @@ func TestParseKeep(t *testing.T) {
 
 func TestParseKeepIdentityErrorIsBoth(t *testing.T) {
 	_, err := ParseKeep("root:x@1")
-	if !errors.Is(err, ErrInvalid) || !errors.Is(err, lineage.ErrInvalidIdentity) {
-		t.Errorf("error %v: want both ErrInvalid and lineage.ErrInvalidIdentity", err)
+	if !errors.Is(err, lineage.ErrInvalid) || !errors.Is(err, lineage.ErrInvalid) {
+		t.Errorf("error %v: want both lineage.ErrInvalid and lineage.ErrInvalid", err)
 	}
 }
 
@@ -71,8 +71,8 @@ func TestParseKeeps(t *testing.T) {
 	if err != nil || len(rules) != 2 {
 		t.Fatalf("ParseKeeps = %v, %v", rules, err)
 	}
-	if _, err := ParseKeeps([]string{"4242@1234", "exe:sleep"}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "exe:sleep") {
-		t.Errorf("ParseKeeps with a bad value: %v, want ErrInvalid naming it", err)
+	if _, err := ParseKeeps([]string{"4242@1234", "exe:sleep"}); !errors.Is(err, lineage.ErrInvalid) || !strings.Contains(err.Error(), "exe:sleep") {
+		t.Errorf("ParseKeeps with a bad value: %v, want lineage.ErrInvalid naming it", err)
 	}
 }
 
@@ -97,8 +97,8 @@ func TestKeepJSON(t *testing.T) {
 			t.Errorf("round trip [%d] = %v, want %v", i, out[i], in[i])
 		}
 	}
-	if err := json.Unmarshal([]byte(`["exe:sh"]`), &out); !errors.Is(err, ErrInvalid) {
-		t.Errorf("unmarshal a bad rule: %v, want ErrInvalid", err)
+	if err := json.Unmarshal([]byte(`["exe:sh"]`), &out); !errors.Is(err, lineage.ErrInvalid) {
+		t.Errorf("unmarshal a bad rule: %v, want lineage.ErrInvalid", err)
 	}
 }
 
@@ -163,11 +163,11 @@ func TestKeepRules(t *testing.T) {
 }
 
 func TestKeepConstructors(t *testing.T) {
-	if _, err := KeepIdentity(lineage.Identity{PID: 1, StartTicks: 5}); !errors.Is(err, ErrInvalid) {
-		t.Errorf("KeepIdentity(pid 1) = %v, want ErrInvalid", err)
+	if _, err := KeepIdentity(lineage.Identity{PID: 1, StartTicks: 5}); !errors.Is(err, lineage.ErrInvalid) {
+		t.Errorf("KeepIdentity(pid 1) = %v, want lineage.ErrInvalid", err)
 	}
-	if _, err := KeepRoot(lineage.Identity{PID: 5}); !errors.Is(err, ErrInvalid) {
-		t.Errorf("KeepRoot(no start) = %v, want ErrInvalid", err)
+	if _, err := KeepRoot(lineage.Identity{PID: 5}); !errors.Is(err, lineage.ErrInvalid) {
+		t.Errorf("KeepRoot(no start) = %v, want lineage.ErrInvalid", err)
 	}
 	if k, err := KeepExe("/bin/sh"); err != nil || k.String() != "exe:/bin/sh" {
 		t.Errorf("KeepExe(/bin/sh) = %v, %v", k, err)

@@ -1,6 +1,10 @@
 package policy
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+)
 
 // EnvReaping is the environment variable of the kill switch.
 const EnvReaping = "LINEAGE_REAPING"
@@ -31,7 +35,7 @@ func (k KillSwitch) String() string {
 }
 
 // ParseKillSwitch reads "on" or "off"; the empty string is [ReapingUnset].
-// Anything else ("maybe", "OFF", "0") is an error wrapping [ErrInvalid]: a
+// Anything else ("maybe", "OFF", "0") is an error wrapping [lineage.ErrInvalid]: a
 // switch that stops killing must not be guessed at.
 func ParseKillSwitch(s string) (KillSwitch, error) {
 	switch s {
@@ -42,12 +46,12 @@ func ParseKillSwitch(s string) (KillSwitch, error) {
 	case "off":
 		return ReapingOff, nil
 	}
-	return ReapingUnset, fmt.Errorf("%w kill switch %q: want on or off", ErrInvalid, s)
+	return ReapingUnset, fmt.Errorf("%w kill switch %q: want on or off", lineage.ErrInvalid, s)
 }
 
 // KillSwitchFromEnv reads LINEAGE_REAPING through getenv (os.Getenv in
 // production, a map lookup in tests). Unset and empty are [ReapingUnset]; a
-// bad value is an error naming the variable and wrapping [ErrInvalid].
+// bad value is an error naming the variable and wrapping [lineage.ErrInvalid].
 func KillSwitchFromEnv(getenv func(string) string) (KillSwitch, error) {
 	k, err := ParseKillSwitch(getenv(EnvReaping))
 	if err != nil {

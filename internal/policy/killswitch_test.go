@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
 func TestKillSwitchFromEnv(t *testing.T) {
@@ -25,8 +27,8 @@ func TestKillSwitchFromEnv(t *testing.T) {
 		t.Run(tt.env, func(t *testing.T) {
 			got, err := KillSwitchFromEnv(envOf(tt.env))
 			if tt.wantErr {
-				if !errors.Is(err, ErrInvalid) {
-					t.Fatalf("KillSwitchFromEnv(%q) error = %v, want ErrInvalid", tt.env, err)
+				if !errors.Is(err, lineage.ErrInvalid) {
+					t.Fatalf("KillSwitchFromEnv(%q) error = %v, want lineage.ErrInvalid", tt.env, err)
 				}
 				for _, part := range []string{EnvReaping, `"` + tt.env + `"`, "want on or off"} {
 					if !strings.Contains(err.Error(), part) {

@@ -20,14 +20,14 @@ type Caller struct {
 	Ancestors []int
 }
 
-// Validate returns an error wrapping [ErrInvalid] when c lacks a fact the
+// Validate returns an error wrapping [lineage.ErrInvalid] when c lacks a fact the
 // protected set needs.
 func (c Caller) Validate() error {
 	switch {
 	case c.PID <= 0:
-		return fmt.Errorf("%w caller: pid %d", ErrInvalid, c.PID)
+		return fmt.Errorf("%w caller: pid %d", lineage.ErrInvalid, c.PID)
 	case c.PGID <= 0:
-		return fmt.Errorf("%w caller: process group %d", ErrInvalid, c.PGID)
+		return fmt.Errorf("%w caller: process group %d", lineage.ErrInvalid, c.PGID)
 	}
 	return nil
 }

@@ -75,8 +75,8 @@ func TestProtect(t *testing.T) {
 
 func TestCallerValidate(t *testing.T) {
 	for _, c := range []Caller{{}, {PID: 5}, {PGID: 5}, {PID: -1, PGID: 5}} {
-		if err := c.Validate(); !errors.Is(err, ErrInvalid) {
-			t.Errorf("%+v.Validate() = %v, want ErrInvalid", c, err)
+		if err := c.Validate(); !errors.Is(err, lineage.ErrInvalid) {
+			t.Errorf("%+v.Validate() = %v, want lineage.ErrInvalid", c, err)
 		}
 	}
 	if err := (Caller{PID: 1, PGID: 1}).Validate(); err != nil {

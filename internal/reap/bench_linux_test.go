@@ -161,7 +161,7 @@ func reapPinned(ms []pinned, grace time.Duration) error {
 	})
 	rep, err := Reap(context.Background(), src, Options{
 		Grace:   grace,
-		Contain: func() (string, error) { return "given", nil },
+		Contain: func() (lineage.Containment, error) { return "given", nil },
 	})
 	if err != nil {
 		return err

@@ -257,7 +257,7 @@ func TestFakeProcStranger(t *testing.T) {
 	ids := []lineage.Identity{victim, stranger, kthread, peer, gone, refused, parent.id}
 
 	rep, out := fakeReap(t, f, s, listed(s, ids...), Options{
-		Contain: func() (string, error) { return "given", nil },
+		Contain: func() (lineage.Containment, error) { return "given", nil },
 		Refuse: func(m lineage.Member, st lineage.Stat) (string, bool) {
 			return "policy says no", m.Identity == refused
 		},
@@ -308,10 +308,10 @@ func mapsEqual(a, b map[int][]string) bool {
 func TestFakeSequences(t *testing.T) {
 	obeys := func(pid int, sig syscall.Signal) bool { return sig == syscall.SIGTERM }
 	ignores := func(pid int, sig syscall.Signal) bool { return false }
-	given := func() (string, error) { return "kernel", nil }
+	given := func() (lineage.Containment, error) { return "kernel", nil }
 	for _, tc := range []struct {
 		name    string
-		contain func() (string, error)
+		contain func() (lineage.Containment, error)
 		state   string
 		react   func(int, syscall.Signal) bool
 		want    []string
@@ -324,7 +324,7 @@ func TestFakeSequences(t *testing.T) {
 		{"stop/obeys", nil, "S", obeys, []string{"STOP", "TERM", "CONT"}, Terminated},
 		{"stop/ignores", nil, "S", ignores, []string{"STOP", "TERM", "CONT", "STOP", "KILL"}, Killed},
 		{"stop/stopped ignores", nil, "T", ignores, []string{"STOP", "TERM", "CONT", "STOP", "KILL"}, Killed},
-		{"stop contain/ignores", func() (string, error) { return ContainStop, nil }, "S", ignores, []string{"STOP", "TERM", "CONT", "STOP", "KILL"}, Killed},
+		{"stop contain/ignores", func() (lineage.Containment, error) { return lineage.ContainStop, nil }, "S", ignores, []string{"STOP", "TERM", "CONT", "STOP", "KILL"}, Killed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeProc(t)
@@ -456,7 +456,7 @@ func TestFakeAge(t *testing.T) {
 	s := newFakeSignaler(f)
 	s.react = func(int, syscall.Signal) bool { return true }
 	id := f.add(fakeProcess{pid: 40001, start: 90000}) // 900 s after boot
-	_, out := fakeReap(t, f, s, listed(s, id), Options{Contain: func() (string, error) { return "given", nil }})
+	_, out := fakeReap(t, f, s, listed(s, id), Options{Contain: func() (lineage.Containment, error) { return "given", nil }})
 	if o := out[id]; o.Age < 100*time.Second || o.Age > 101*time.Second {
 		t.Errorf("age %v, want about 100s (the clock is at 1000s)", o.Age)
 	}
@@ -472,7 +472,7 @@ func TestFakeOutOfPins(t *testing.T) {
 	for pid := 40001; pid <= 40008; pid++ {
 		ids = append(ids, f.add(fakeProcess{pid: pid, start: 5000}))
 	}
-	rep, out := fakeReap(t, f, s, listed(s, ids...), Options{Grace: time.Second, Contain: func() (string, error) { return "given", nil }})
+	rep, out := fakeReap(t, f, s, listed(s, ids...), Options{Grace: time.Second, Contain: func() (lineage.Containment, error) { return "given", nil }})
 	for _, id := range ids {
 		if o := out[id]; o.Result != Killed {
 			t.Errorf("%s: %s %q, sent %v; want killed", id, o.Result, o.Reason, o.Sent)

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/proc"
 )
 
 // guard is the protected set of one reap: the processes it never signals.
@@ -18,7 +19,7 @@ type guard struct {
 
 // newGuard reads the reaper's own identity, process group and ancestors from
 // proc, and adds protect.
-func newGuard(proc lineage.ProcFS, protect []lineage.Identity) (*guard, error) {
+func newGuard(proc proc.FS, protect []lineage.Identity) (*guard, error) {
 	g := &guard{
 		self:    os.Getpid(),
 		pgid:    getpgrp(),
@@ -42,7 +43,7 @@ func newGuard(proc lineage.ProcFS, protect []lineage.Identity) (*guard, error) {
 
 // ancestry returns pid's identity and its ancestors' by parent pid, up to
 // (not including) pid 1.
-func ancestry(proc lineage.ProcFS, pid int) (map[lineage.Identity]bool, error) {
+func ancestry(proc proc.FS, pid int) (map[lineage.Identity]bool, error) {
 	out := make(map[lineage.Identity]bool)
 	for depth := 0; pid > 1; depth++ {
 		if depth > 1<<16 {

@@ -107,13 +107,4 @@ func (p *pidfds) Release(pin Pin) { unix.Close(int(pin)) }
 
 func (p *pidfds) Close() error { return unix.Close(p.epfd) }
 
-// bootClock is CLOCK_BOOTTIME, the clock of start times in /proc.
-func bootClock() time.Duration {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
-		panic(fmt.Sprintf("clock_gettime(CLOCK_BOOTTIME): %v", err))
-	}
-	return time.Duration(ts.Nano())
-}
-
 func getpgrp() int { return unix.Getpgrp() }

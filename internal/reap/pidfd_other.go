@@ -5,7 +5,6 @@ package reap
 import (
 	"errors"
 	"fmt"
-	"time"
 )
 
 type pidfds struct{ Signaler }
@@ -15,10 +14,6 @@ func newPidfds() (*pidfds, error) {
 }
 
 func (p *pidfds) Close() error { return nil }
-
-var processStart = time.Now()
-
-func bootClock() time.Duration { return time.Since(processStart) }
 
 // getpgrp: there is no process group to protect where nothing can be
 // signalled; an injected Signaler is for tests.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/proc"
 )
 
 // DefaultGrace is how long members have to act on SIGTERM when
@@ -18,14 +19,7 @@ const DefaultGrace = 5 * time.Second
 // when [Options.Poll] is zero.
 const DefaultPoll = 20 * time.Millisecond
 
-// ContainStop names the reaper's own containment: stop the whole set with
-// SIGSTOP before signalling, and require two empty passes at the end. It is
-// used when [Options.Contain] is nil, fails, or returns this name.
-const ContainStop = "stop"
-
 var (
-	// ErrInvalidOptions is wrapped by errors about unusable [Options].
-	ErrInvalidOptions = errors.New("invalid reap options")
 	// ErrSurvivors is wrapped by the error [Reap] returns when members it
 	// meant to end are still alive; [Report.Survivors] names them.
 	ErrSurvivors = errors.New("members survived the reap")
@@ -65,9 +59,9 @@ type Options struct {
 	// signal, when the Source still lists members. It keeps the lineage from
 	// growing (for instance by killing new children at birth in the kernel)
 	// and returns the containment's name ("kernel", "kernel-forker"), which
-	// the report carries. When Contain is nil, returns ContainStop or fails,
+	// the report carries. When Contain is nil, returns lineage.ContainStop or fails,
 	// the reaper contains the lineage itself by stopping it.
-	Contain func() (string, error)
+	Contain func() (lineage.Containment, error)
 	// Keep, if set, is asked once about each member, after its identity
 	// has been checked and with its Argv filled from /proc when the Source
 	// had none. A member it keeps is never signalled and is reported as
@@ -181,9 +175,9 @@ type Phases struct {
 type Report struct {
 	Outcomes []Outcome `json:"outcomes"`
 	// Containment is how the lineage was kept from growing: the name
-	// returned by Options.Contain, or ContainStop; "" when the lineage
+	// returned by Options.Contain, or lineage.ContainStop; "" when the lineage
 	// was empty after the linger.
-	Containment string `json:"containment,omitempty"`
+	Containment lineage.Containment `json:"containment,omitempty"`
 	// Passes counts the kill passes: list, kill, wait for the deaths.
 	Passes int           `json:"passes"`
 	Took   time.Duration `json:"took"`
@@ -232,15 +226,15 @@ func (r Report) Count(res Result) int {
 // containment can't stop members it can't pin.
 func Reap(ctx context.Context, src Source, opts Options) (Report, error) {
 	if src == nil {
-		return Report{}, fmt.Errorf("%w: no source", ErrInvalidOptions)
+		return Report{}, fmt.Errorf("%w reap options: no source", lineage.ErrInvalid)
 	}
 	switch {
 	case opts.Linger < 0:
-		return Report{}, fmt.Errorf("%w: negative linger %v", ErrInvalidOptions, opts.Linger)
+		return Report{}, fmt.Errorf("%w reap options: negative linger %v", lineage.ErrInvalid, opts.Linger)
 	case opts.Grace < 0:
-		return Report{}, fmt.Errorf("%w: negative grace %v", ErrInvalidOptions, opts.Grace)
+		return Report{}, fmt.Errorf("%w reap options: negative grace %v", lineage.ErrInvalid, opts.Grace)
 	case opts.Poll < 0:
-		return Report{}, fmt.Errorf("%w: negative poll interval %v", ErrInvalidOptions, opts.Poll)
+		return Report{}, fmt.Errorf("%w reap options: negative poll interval %v", lineage.ErrInvalid, opts.Poll)
 	}
 	if opts.Grace == 0 {
 		opts.Grace = DefaultGrace
@@ -252,13 +246,13 @@ func Reap(ctx context.Context, src Source, opts Options) (Report, error) {
 		opts.ProcRoot = "/proc"
 	}
 	if opts.Now == nil {
-		opts.Now = bootClock
+		opts.Now = proc.BootTime
 	}
-	proc, err := lineage.OpenProcFS(opts.ProcRoot)
+	procFS, err := proc.Open(opts.ProcRoot)
 	if err != nil {
 		return Report{}, fmt.Errorf("reap: %w", err)
 	}
-	g, err := newGuard(proc, opts.Protect)
+	g, err := newGuard(procFS, opts.Protect)
 	if err != nil {
 		return Report{}, fmt.Errorf("reap: %w", err)
 	}
@@ -270,12 +264,12 @@ func Reap(ctx context.Context, src Source, opts Options) (Report, error) {
 		defer p.Close()
 		opts.Signaler = p
 	}
-	stats := proc.StatReader()
+	stats := procFS.StatReader()
 	defer stats.Close()
 	r := &reaper{
 		src:   src,
 		opts:  opts,
-		proc:  proc,
+		proc:  procFS,
 		stats: stats,
 		guard: g,
 		sig:   opts.Signaler,

@@ -22,12 +22,12 @@ import (
 // the reaper's own stop containment.
 var modes = []struct {
 	name    string
-	contain func() (string, error)
+	contain func() (lineage.Containment, error)
 	// pre and post are the signals the mode sends around TERM to a member
 	// that is not stopped.
 	pre, post []string
 }{
-	{name: "given", contain: func() (string, error) { return "given", nil }},
+	{name: "given", contain: func() (lineage.Containment, error) { return "given", nil }},
 	{name: "stop", pre: []string{"STOP"}, post: []string{"CONT"}},
 }
 
@@ -77,7 +77,7 @@ func TestReapObeysTerm(t *testing.T) {
 					}
 				}
 			}
-			if rep.Containment != mode.name {
+			if string(rep.Containment) != mode.name {
 				t.Errorf("containment %q, want %q", rep.Containment, mode.name)
 			}
 			if rep.Took > 5*time.Second {
@@ -229,7 +229,7 @@ func TestReapLinger(t *testing.T) {
 		l := newLab(t)
 		j := l.start("sleep 0.3 & sleep 0.3 & echo ready; wait")
 		called := false
-		rep := reapJob(t, j, Options{Linger: 20 * time.Second, Contain: func() (string, error) { called = true; return "given", nil }})
+		rep := reapJob(t, j, Options{Linger: 20 * time.Second, Contain: func() (lineage.Containment, error) { called = true; return "given", nil }})
 		out := checkReport(t, j, rep)
 		for id, o := range out {
 			if o.Result != Exited || len(o.Sent) > 0 {
@@ -542,7 +542,7 @@ func TestReapContainFails(t *testing.T) {
 	l := newLab(t)
 	j := l.start("sleep 60 & echo ready; wait")
 	calls := 0
-	rep := reapJob(t, j, Options{Grace: 10 * time.Second, Contain: func() (string, error) {
+	rep := reapJob(t, j, Options{Grace: 10 * time.Second, Contain: func() (lineage.Containment, error) {
 		calls++
 		return "", errors.New("map update refused")
 	}})
@@ -550,7 +550,7 @@ func TestReapContainFails(t *testing.T) {
 	if calls != 1 {
 		t.Errorf("Contain called %d times, want once", calls)
 	}
-	if rep.Containment != ContainStop || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "map update refused") {
+	if rep.Containment != lineage.ContainStop || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "map update refused") {
 		t.Errorf("containment %q, warnings %q; want the stop containment and a warning", rep.Containment, rep.Warnings)
 	}
 }
@@ -586,7 +586,7 @@ func TestReapCanceled(t *testing.T) {
 
 func TestReapEmpty(t *testing.T) {
 	rep, err := Reap(context.Background(), SourceFunc(func() ([]lineage.Member, error) { return nil, nil }),
-		Options{Contain: func() (string, error) { t.Error("Contain called"); return "", nil }})
+		Options{Contain: func() (lineage.Containment, error) { t.Error("Contain called"); return "", nil }})
 	if err != nil || len(rep.Outcomes) != 0 || rep.Containment != "" {
 		t.Errorf("Reap of nothing: %+v, %v", rep, err)
 	}
@@ -622,11 +622,11 @@ func TestReapInvalidOptions(t *testing.T) {
 		"negative linger": {Linger: -1},
 		"negative poll":   {Poll: -1},
 	} {
-		if _, err := Reap(context.Background(), src, opts); !errors.Is(err, ErrInvalidOptions) {
-			t.Errorf("%s: %v, want ErrInvalidOptions", name, err)
+		if _, err := Reap(context.Background(), src, opts); !errors.Is(err, lineage.ErrInvalid) {
+			t.Errorf("%s: %v, want lineage.ErrInvalid", name, err)
 		}
 	}
-	if _, err := Reap(context.Background(), nil, Options{}); !errors.Is(err, ErrInvalidOptions) {
-		t.Errorf("nil source: %v, want ErrInvalidOptions", err)
+	if _, err := Reap(context.Background(), nil, Options{}); !errors.Is(err, lineage.ErrInvalid) {
+		t.Errorf("nil source: %v, want lineage.ErrInvalid", err)
 	}
 }

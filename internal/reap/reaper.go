@@ -9,17 +9,15 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/proc"
 )
-
-// ticksPerSecond is USER_HZ, the unit of field 22 of /proc/PID/stat.
-const ticksPerSecond = 100
 
 // reaper is the state of one Reap call. It is used from one goroutine.
 type reaper struct {
 	src   Source
 	opts  Options
-	proc  lineage.ProcFS
-	stats *lineage.StatReader // the check's reader of /proc/PID/stat
+	proc  proc.FS
+	stats *proc.StatReader // the check's reader of /proc/PID/stat
 	guard *guard
 	sig   Signaler
 
@@ -134,7 +132,7 @@ func (r *reaper) reap(ctx context.Context, start time.Duration) error {
 
 // contain calls Options.Contain, or chooses the stop containment.
 func (r *reaper) contain() {
-	r.rep.Containment = ContainStop
+	r.rep.Containment = lineage.ContainStop
 	r.stopMode = true
 	if r.opts.Contain == nil {
 		return
@@ -145,7 +143,7 @@ func (r *reaper) contain() {
 		r.warn("contain: %v; stopping the lineage instead", err)
 	case name == "":
 		r.warn("contain: no containment named; stopping the lineage instead")
-	case name != ContainStop:
+	case name != lineage.ContainStop:
 		r.rep.Containment = name
 		r.stopMode = false
 	}
@@ -578,7 +576,7 @@ func (r *reaper) finish(start time.Duration) {
 			end = v.endedAt
 		}
 		if v.out.Result != Vanished {
-			v.out.Age = max(end-time.Duration(v.id.StartTicks)*(time.Second/ticksPerSecond), 0)
+			v.out.Age = max(end-lineage.TicksToDuration(v.id.StartTicks), 0)
 		}
 		if v.out.Result == Survived {
 			r.rep.Survivors = append(r.rep.Survivors, v.id)

@@ -169,13 +169,3 @@ func (t *Terminal) Restore() error {
 	}
 	return nil
 }
-
-// BootTicks is the time since boot in clock ticks (USER_HZ = 100), the unit
-// of identities' start times.
-func BootTicks() uint64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
-		return 0
-	}
-	return uint64(time.Duration(ts.Nano()) / (10 * time.Millisecond))
-}

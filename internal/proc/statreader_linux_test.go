@@ -1,4 +1,4 @@
-package lineage
+package proc
 
 import (
 	"errors"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
 // fakeStat returns a /proc/PID/stat record with the fields lineage reads set
@@ -45,7 +47,7 @@ func writeFakeProc(t *testing.T, root string, pid int, stat string) {
 }
 
 // statsAgree compares what the two parsers both read.
-func statsAgree(a, b Stat) bool {
+func statsAgree(a, b lineage.Stat) bool {
 	a.ExitCode, b.ExitCode = 0, 0
 	return a == b
 }
@@ -61,7 +63,7 @@ func TestStatReaderAgreesWithProcfsOnFakeTree(t *testing.T) {
 	for pid, rec := range records {
 		writeFakeProc(t, root, pid, rec)
 	}
-	p, err := OpenProcFS(root)
+	p, err := Open(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,16 +87,16 @@ func TestStatReaderAgreesWithProcfsOnFakeTree(t *testing.T) {
 	if st, _ := r.Stat(2); !st.Kernel {
 		t.Errorf("kthreadd not seen as a kernel thread")
 	}
-	if _, err := r.Stat(999); !errors.Is(err, ErrNoProcess) {
-		t.Errorf("missing pid: got %v, want ErrNoProcess", err)
+	if _, err := r.Stat(999); !errors.Is(err, lineage.ErrNoProcess) {
+		t.Errorf("missing pid: got %v, want lineage.ErrNoProcess", err)
 	}
 	pids, err := r.PIDs(nil)
 	if err != nil || len(pids) != len(records) {
 		t.Errorf("PIDs: got %v, %v", pids, err)
 	}
 	// Scan reads the same, and keeps the files open.
-	scanned := map[int]Stat{}
-	n, err := r.Scan(func(st Stat) { scanned[int(st.PID)] = st }, nil)
+	scanned := map[int]lineage.Stat{}
+	n, err := r.Scan(func(st lineage.Stat) { scanned[int(st.PID)] = st }, nil)
 	if err != nil || n != len(records) || len(scanned) != len(records) {
 		t.Fatalf("scan: %d listed, %d read, %v", n, len(scanned), err)
 	}
@@ -126,17 +128,17 @@ func TestStatReaderScanFollowsProcessesNotPids(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	p, err := OpenProcFS("/proc")
+	p, err := Open("/proc")
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := p.StatReader()
 	defer r.Close()
 	pid := cmd.Process.Pid
-	find := func() (Stat, bool) {
-		var got Stat
+	find := func() (lineage.Stat, bool) {
+		var got lineage.Stat
 		found := false
-		if _, err := r.Scan(func(st Stat) {
+		if _, err := r.Scan(func(st lineage.Stat) {
 			if int(st.PID) == pid {
 				got, found = st, true
 			}
@@ -167,8 +169,8 @@ func TestStatReaderScanFollowsProcessesNotPids(t *testing.T) {
 		t.Errorf("zombie: %+v (found %v), want state Z, exit code 9, through the same file", st, ok)
 	}
 	_ = cmd.Wait()
-	if _, err := r.readFD(pid, fd, ""); !errors.Is(err, ErrNoProcess) {
-		t.Errorf("reaped process's kept file: %v, want ErrNoProcess", err)
+	if _, err := r.readFD(pid, fd, ""); !errors.Is(err, lineage.ErrNoProcess) {
+		t.Errorf("reaped process's kept file: %v, want lineage.ErrNoProcess", err)
 	}
 	if _, ok := find(); ok {
 		t.Errorf("a reaped process was still found")
@@ -183,7 +185,7 @@ func TestStatReaderScanFollowsProcessesNotPids(t *testing.T) {
 }
 
 func TestStatReaderAgreesWithProcfsOnRealProc(t *testing.T) {
-	p, err := OpenProcFS("/proc")
+	p, err := Open("/proc")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +257,7 @@ func FuzzParseStat(f *testing.F) {
 // (files kept open: one pread each; ns/proc); and with os.Open and Read,
 // without parsing. ns/op is per process except for Scan.
 func BenchmarkStat(b *testing.B) {
-	p, err := OpenProcFS("/proc")
+	p, err := Open("/proc")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -281,10 +283,10 @@ func BenchmarkStat(b *testing.B) {
 		b.ReportAllocs()
 		r := p.StatReader()
 		defer r.Close()
-		n, _ := r.Scan(func(Stat) {}, nil)
+		n, _ := r.Scan(func(lineage.Stat) {}, nil)
 		scans := 0
 		for b.Loop() {
-			n, _ = r.Scan(func(Stat) {}, nil)
+			n, _ = r.Scan(func(lineage.Stat) {}, nil)
 			scans++
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*scans), "ns/proc")

@@ -1,4 +1,4 @@
-package lineage
+package proc
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
 // writeStat puts a process in a fake /proc tree: its stat file, with the
@@ -43,15 +45,15 @@ func TestAdoptFindsDescendantsPassAfterPass(t *testing.T) {
 	writeStat(t, dir, 103, 1, 13)   // a stranger beside the root
 	writeStat(t, dir, 104, 1, 14)   // a member already, reparented to init
 	writeStat(t, dir, 105, 104, 15) // its child, not yet known
-	p, err := OpenProcFS(dir)
+	p, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := Identity{PID: 100, StartTicks: 10}
-	members := map[Identity]Identity{root: {}, {PID: 104, StartTicks: 14}: root}
+	root := lineage.Identity{PID: 100, StartTicks: 10}
+	members := map[lineage.Identity]lineage.Identity{root: {}, {PID: 104, StartTicks: 14}: root}
 	first := true
-	n, err := p.Adopt(root, func(id Identity) bool { _, ok := members[id]; return ok },
-		func(child Stat, parent Identity) error {
+	n, err := p.Adopt(root, func(id lineage.Identity) bool { _, ok := members[id]; return ok },
+		func(child lineage.Stat, parent lineage.Identity) error {
 			if _, ok := members[parent]; !ok {
 				t.Errorf("%v adopted before its parent %v", child.Identity, parent)
 			}
@@ -67,7 +69,7 @@ func TestAdoptFindsDescendantsPassAfterPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[Identity]Identity{
+	want := map[lineage.Identity]lineage.Identity{
 		{PID: 101, StartTicks: 11}: root,
 		{PID: 102, StartTicks: 12}: {PID: 101, StartTicks: 11},
 		{PID: 105, StartTicks: 15}: {PID: 104, StartTicks: 14},
@@ -81,7 +83,7 @@ func TestAdoptFindsDescendantsPassAfterPass(t *testing.T) {
 			t.Errorf("%v: adopted with parent %v (%v), want %v", child, got, ok, parent)
 		}
 	}
-	if _, ok := members[Identity{PID: 103, StartTicks: 13}]; ok {
+	if _, ok := members[lineage.Identity{PID: 103, StartTicks: 13}]; ok {
 		t.Error("a stranger beside the root was adopted")
 	}
 }
@@ -89,26 +91,26 @@ func TestAdoptFindsDescendantsPassAfterPass(t *testing.T) {
 func TestCheckRefusesAReusedPidAndAZombie(t *testing.T) {
 	dir := t.TempDir()
 	writeStat(t, dir, 200, 1, 20)
-	p, err := OpenProcFS(dir)
+	p, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Check(Identity{PID: 200, StartTicks: 20}); err != nil {
+	if err := p.Check(lineage.Identity{PID: 200, StartTicks: 20}); err != nil {
 		t.Fatalf("live identity: %v", err)
 	}
-	if err := p.Check(Identity{PID: 200, StartTicks: 19}); err == nil || !strings.Contains(err.Error(), "reused") {
+	if err := p.Check(lineage.Identity{PID: 200, StartTicks: 19}); err == nil || !strings.Contains(err.Error(), "reused") {
 		t.Errorf("a reused pid passed the check: %v", err)
 	}
-	if err := p.Check(Identity{PID: 201, StartTicks: 20}); !errors.Is(err, ErrNoProcess) {
-		t.Errorf("a missing pid: %v, want ErrNoProcess", err)
+	if err := p.Check(lineage.Identity{PID: 201, StartTicks: 20}); !errors.Is(err, lineage.ErrNoProcess) {
+		t.Errorf("a missing pid: %v, want lineage.ErrNoProcess", err)
 	}
 	// A zombie has exited; a zombie leader whose other threads run has not.
 	writeStatState(t, dir, 202, 1, 22, "Z", 1)
-	if err := p.Check(Identity{PID: 202, StartTicks: 22}); !errors.Is(err, ErrNoProcess) {
-		t.Errorf("a zombie: %v, want ErrNoProcess", err)
+	if err := p.Check(lineage.Identity{PID: 202, StartTicks: 22}); !errors.Is(err, lineage.ErrNoProcess) {
+		t.Errorf("a zombie: %v, want lineage.ErrNoProcess", err)
 	}
 	writeStatState(t, dir, 203, 1, 23, "Z", 4)
-	if err := p.Check(Identity{PID: 203, StartTicks: 23}); err != nil {
+	if err := p.Check(lineage.Identity{PID: 203, StartTicks: 23}); err != nil {
 		t.Errorf("a process whose leader thread exited while 3 threads run: %v", err)
 	}
 }

@@ -1,6 +1,10 @@
-package lineage
+package proc
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+)
 
 // Adopt finds the live descendants of root that are not yet members and
 // hands each to add, with the identity of its current parent, parents before
@@ -13,7 +17,7 @@ import "fmt"
 // that a descendant created and that was reparented away before the first
 // pass can't be found this way. Every fork after root is registered is
 // caught by the backend itself.
-func (p ProcFS) Adopt(root Identity, isMember func(Identity) bool, add func(child Stat, parent Identity) error) (int, error) {
+func (p FS) Adopt(root lineage.Identity, isMember func(lineage.Identity) bool, add func(child lineage.Stat, parent lineage.Identity) error) (int, error) {
 	added := 0
 	for pass := 0; ; pass++ {
 		if pass > 1000 {
@@ -27,12 +31,12 @@ func (p ProcFS) Adopt(root Identity, isMember func(Identity) bool, add func(chil
 	}
 }
 
-func (p ProcFS) adoptPass(root Identity, isMember func(Identity) bool, add func(Stat, Identity) error) (int, error) {
+func (p FS) adoptPass(root lineage.Identity, isMember func(lineage.Identity) bool, add func(lineage.Stat, lineage.Identity) error) (int, error) {
 	pids, err := p.PIDs()
 	if err != nil {
 		return 0, err
 	}
-	stats := make(map[int]Stat, len(pids))
+	stats := make(map[int]lineage.Stat, len(pids))
 	children := make(map[int][]int)
 	for _, pid := range pids {
 		st, err := p.Stat(pid)

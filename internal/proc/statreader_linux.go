@@ -1,4 +1,4 @@
-package lineage
+package proc
 
 import (
 	"bytes"
@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"strconv"
 	"syscall"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
 // StatReader reads /proc/PID/stat for a poller that reads it for every
-// process, many times a second. It returns what [ProcFS.Stat] returns, and
+// process, many times a second. It returns what [FS.Stat] returns, and
 // field 52 besides, at a fraction of the cost: it lists /proc with getdents
 // into a buffer it keeps, reads each stat with one pread, and parses only the
 // fields lineage uses (procfs stats the directory, opens, reads through
@@ -26,7 +28,7 @@ import (
 // as [StatReader.Stat] does. Close releases them.
 //
 // A StatReader is not safe for concurrent use: it reuses its buffers. Make
-// one per goroutine with [ProcFS.StatReader].
+// one per goroutine with [FS.StatReader].
 type StatReader struct {
 	dir     string
 	buf     []byte
@@ -35,6 +37,9 @@ type StatReader struct {
 	gen     uint64
 	maxOpen int
 }
+
+// maxKeptOpen caps the stat files a StatReader keeps open between scans.
+const maxKeptOpen = 65536
 
 // procSuperMagic is the f_type of a procfs mount (PROC_SUPER_MAGIC).
 const procSuperMagic = 0x9fa0
@@ -47,7 +52,7 @@ type openStat struct {
 }
 
 // StatReader returns a reader of the same /proc tree.
-func (p ProcFS) StatReader() *StatReader {
+func (p FS) StatReader() *StatReader {
 	// Keep files open only on a real procfs: a file in a fake tree would
 	// go on reading a process that the test has replaced.
 	maxOpen := 0
@@ -55,7 +60,7 @@ func (p ProcFS) StatReader() *StatReader {
 	var fs syscall.Statfs_t
 	if syscall.Statfs(p.root, &fs) == nil && fs.Type == procSuperMagic &&
 		syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) == nil {
-		maxOpen = int(min(lim.Cur/2, 65536))
+		maxOpen = int(min(lim.Cur/2, maxKeptOpen))
 	}
 	return &StatReader{
 		dir:     p.root,
@@ -67,16 +72,16 @@ func (p ProcFS) StatReader() *StatReader {
 }
 
 // Stat reads /proc/PID/stat. It wraps ErrNoProcess when pid is gone.
-func (r *StatReader) Stat(pid int) (Stat, error) {
+func (r *StatReader) Stat(pid int) (lineage.Stat, error) {
 	if o, ok := r.open[pid]; ok {
-		if st, err := r.readFD(pid, o.fd, o.comm); err == nil || !errors.Is(err, ErrNoProcess) {
+		if st, err := r.readFD(pid, o.fd, o.comm); err == nil || !errors.Is(err, lineage.ErrNoProcess) {
 			return st, err
 		}
 		r.drop(pid)
 	}
 	fd, err := r.openStat(pid)
 	if err != nil {
-		return Stat{}, err
+		return lineage.Stat{}, err
 	}
 	defer syscall.Close(fd)
 	return r.readFD(pid, fd, "")
@@ -86,7 +91,7 @@ func (r *StatReader) Stat(pid int) (Stat, error) {
 // the listing. A process that can't be read for another reason than being
 // gone is handed to failed, if not nil. Scan returns how many processes it
 // listed.
-func (r *StatReader) Scan(fn func(Stat), failed func(pid int, err error)) (int, error) {
+func (r *StatReader) Scan(fn func(lineage.Stat), failed func(pid int, err error)) (int, error) {
 	r.gen++
 	n := 0
 	err := r.list(func(pid int) {
@@ -95,7 +100,7 @@ func (r *StatReader) Scan(fn func(Stat), failed func(pid int, err error)) (int, 
 		switch {
 		case err == nil:
 			fn(st)
-		case failed != nil && !errors.Is(err, ErrNoProcess):
+		case failed != nil && !errors.Is(err, lineage.ErrNoProcess):
 			failed(pid, err)
 		}
 	})
@@ -108,7 +113,7 @@ func (r *StatReader) Scan(fn func(Stat), failed func(pid int, err error)) (int, 
 	return n, err
 }
 
-func (r *StatReader) scanOne(pid int) (Stat, error) {
+func (r *StatReader) scanOne(pid int) (lineage.Stat, error) {
 	if o, ok := r.open[pid]; ok {
 		st, err := r.readFD(pid, o.fd, o.comm)
 		if err == nil {
@@ -117,13 +122,13 @@ func (r *StatReader) scanOne(pid int) (Stat, error) {
 		}
 		// That process is gone; the pid may now be another's.
 		r.drop(pid)
-		if !errors.Is(err, ErrNoProcess) {
-			return Stat{}, err
+		if !errors.Is(err, lineage.ErrNoProcess) {
+			return lineage.Stat{}, err
 		}
 	}
 	fd, err := r.openStat(pid)
 	if err != nil {
-		return Stat{}, err
+		return lineage.Stat{}, err
 	}
 	st, err := r.readFD(pid, fd, "")
 	if err != nil || len(r.open) >= r.maxOpen {
@@ -146,14 +151,14 @@ func (r *StatReader) openStat(pid int) (int, error) {
 // one read when the buffer is big enough; a short read is the end of the
 // file, here as for a regular file in a fake tree. A name equal to comm is
 // returned as comm, without allocating.
-func (r *StatReader) readFD(pid, fd int, comm string) (Stat, error) {
+func (r *StatReader) readFD(pid, fd int, comm string) (lineage.Stat, error) {
 	for {
 		n, err := syscall.Pread(fd, r.buf, 0)
 		switch {
 		case err == syscall.EINTR:
 			continue
 		case err != nil:
-			return Stat{}, procErr(pid, err)
+			return lineage.Stat{}, procErr(pid, err)
 		case n == len(r.buf):
 			r.buf = make([]byte, 2*len(r.buf))
 			continue
@@ -177,7 +182,7 @@ func (r *StatReader) Close() error {
 	return nil
 }
 
-// PIDs lists the pids of all processes, as [ProcFS.PIDs] does, appending
+// PIDs lists the pids of all processes, as [FS.PIDs] does, appending
 // them to dst[:0].
 func (r *StatReader) PIDs(dst []int) ([]int, error) {
 	dst = dst[:0]
@@ -250,15 +255,15 @@ var states = func() [256]string {
 // ParseStat parses the contents of /proc/PID/stat. It needs the fields up to
 // 22 (start time); later ones (28, the stack; 52, the exit code) are read
 // when present, as on every kernel lineage runs on.
-func ParseStat(pid int, data []byte) (Stat, error) { return parseStat(pid, data, "") }
+func ParseStat(pid int, data []byte) (lineage.Stat, error) { return parseStat(pid, data, "") }
 
-func parseStat(pid int, data []byte, comm string) (Stat, error) {
+func parseStat(pid int, data []byte, comm string) (lineage.Stat, error) {
 	l := bytes.IndexByte(data, '(')
 	r := bytes.LastIndexByte(data, ')')
 	if l < 0 || r < l || r+2 >= len(data) {
-		return Stat{}, fmt.Errorf("pid %d: %w: %q", pid, errMalformedStat, data)
+		return lineage.Stat{}, fmt.Errorf("pid %d: %w: %q", pid, errMalformedStat, data)
 	}
-	st := Stat{Comm: comm}
+	st := lineage.Stat{Comm: comm}
 	if string(data[l+1:r]) != comm {
 		st.Comm = string(data[l+1 : r])
 	}
@@ -281,7 +286,7 @@ func parseStat(pid int, data []byte, comm string) (Stat, error) {
 		case 4, 5, 6, 9, 20, 22, 28, 52:
 			v, ok := parseDecimal(tok)
 			if !ok {
-				return Stat{}, fmt.Errorf("pid %d: %w: field %d is %q", pid, errMalformedStat, field, tok)
+				return lineage.Stat{}, fmt.Errorf("pid %d: %w: field %d is %q", pid, errMalformedStat, field, tok)
 			}
 			switch field {
 			case 4:
@@ -299,7 +304,7 @@ func parseStat(pid int, data []byte, comm string) (Stat, error) {
 			case 28:
 				st.StartStack = v
 			case 52:
-				st.ExitCode = ExitStatus(int32(v))
+				st.ExitCode = lineage.ExitStatus(int32(v))
 			}
 		}
 		rest = rest[end:]
@@ -308,7 +313,7 @@ func parseStat(pid int, data []byte, comm string) (Stat, error) {
 		}
 	}
 	if field <= 22 {
-		return Stat{}, fmt.Errorf("pid %d: %w: %d fields, want at least 22", pid, errMalformedStat, field-1)
+		return lineage.Stat{}, fmt.Errorf("pid %d: %w: %d fields, want at least 22", pid, errMalformedStat, field-1)
 	}
 	return st, nil
 }
