@@ -23,7 +23,7 @@ var kindNames = map[Kind]string{
 	Autonomous:  "autonomous",
 }
 
-// String returns the name [ParseKind] reads, "none" for the zero Kind.
+// String returns the kind's name, "none" for the zero Kind.
 func (k Kind) String() string {
 	if k == 0 {
 		return "none"
@@ -35,17 +35,6 @@ func (k Kind) String() string {
 }
 
 func (k Kind) valid() bool { return k == 0 || kindNames[k] != "" }
-
-// ParseKind reads "interactive" or "autonomous". Anything else, including
-// the empty string, is an error wrapping [lineage.ErrInvalid].
-func ParseKind(s string) (Kind, error) {
-	for k, name := range kindNames {
-		if s == name {
-			return k, nil
-		}
-	}
-	return 0, fmt.Errorf("%w runtime kind %q: want interactive or autonomous", lineage.ErrInvalid, s)
-}
 
 // Event is what happened to a lineage that calls for a decision.
 type Event uint8
@@ -68,23 +57,12 @@ var eventNames = map[Event]string{
 	RootExit:     "root-exit",
 }
 
-// String returns the name [ParseEvent] reads.
+// String returns the event's name.
 func (e Event) String() string {
 	if s, ok := eventNames[e]; ok {
 		return s
 	}
 	return fmt.Sprintf("Event(%d)", uint8(e))
-}
-
-// ParseEvent reads "turn-end", "session-close", "deadline" or "root-exit".
-// Anything else is an error wrapping [lineage.ErrInvalid].
-func ParseEvent(s string) (Event, error) {
-	for e, name := range eventNames {
-		if s == name {
-			return e, nil
-		}
-	}
-	return 0, fmt.Errorf("%w event %q: want turn-end, session-close, deadline or root-exit", lineage.ErrInvalid, s)
 }
 
 // Action is what to do with a lineage. The zero Action is [Skip], so a zero
@@ -97,7 +75,7 @@ const (
 	// Report: list the live members as left behind; signal nothing.
 	Report
 	// Reap: end the lineage (linger, contain, terminate, kill), sparing what
-	// [Filter] keeps or protects, and report the outcomes.
+	// the keep rules and [Protect] spare, and report the outcomes.
 	Reap
 )
 

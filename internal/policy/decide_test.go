@@ -81,17 +81,9 @@ func TestDecide(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			in := Input{Kept: row.kept == "kept"}
 			if row.runtime != "-" {
-				k, err := ParseKind(row.runtime)
-				if err != nil {
-					t.Fatal(err)
-				}
-				in.Kind = k
+				in.Kind = kindNamed(t, row.runtime)
 			}
-			ev, err := ParseEvent(row.event)
-			if err != nil {
-				t.Fatal(err)
-			}
-			in.Event = ev
+			in.Event = eventNamed(t, row.event)
 			env, err := KillSwitchFromEnv(envOf(row.reaping))
 			if err != nil {
 				t.Fatal(err)
@@ -181,56 +173,26 @@ func TestDecideReapingReason(t *testing.T) {
 	}
 }
 
-func TestParseKindEvent(t *testing.T) {
-	kinds := []struct {
-		in      string
-		want    Kind
-		wantErr bool
-	}{
-		{"interactive", Interactive, false},
-		{"autonomous", Autonomous, false},
-		{"", 0, true},
-		{"Interactive", 0, true},
-		{"batch", 0, true},
-		{" autonomous", 0, true},
-	}
-	for _, tt := range kinds {
-		got, err := ParseKind(tt.in)
-		if tt.wantErr {
-			if !errors.Is(err, lineage.ErrInvalid) || !strings.Contains(err.Error(), "runtime kind") || !strings.Contains(err.Error(), "want interactive or autonomous") {
-				t.Errorf("ParseKind(%q) error = %v, want an lineage.ErrInvalid naming the choices", tt.in, err)
-			}
-			continue
-		}
-		if err != nil || got != tt.want || got.String() != tt.in {
-			t.Errorf("ParseKind(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+// kindNamed and eventNamed read the table's names through String, so the
+// table also checks the names the decision's reason uses.
+func kindNamed(t *testing.T, name string) Kind {
+	t.Helper()
+	for _, k := range []Kind{Interactive, Autonomous} {
+		if k.String() == name {
+			return k
 		}
 	}
+	t.Fatalf("no runtime kind is named %q", name)
+	return 0
+}
 
-	events := []struct {
-		in      string
-		want    Event
-		wantErr bool
-	}{
-		{"turn-end", TurnEnd, false},
-		{"session-close", SessionClose, false},
-		{"deadline", Deadline, false},
-		{"root-exit", RootExit, false},
-		{"", 0, true},
-		{"turn_end", 0, true},
-		{"DEADLINE", 0, true},
-		{"exit", 0, true},
-	}
-	for _, tt := range events {
-		got, err := ParseEvent(tt.in)
-		if tt.wantErr {
-			if !errors.Is(err, lineage.ErrInvalid) || !strings.Contains(err.Error(), "event") || !strings.Contains(err.Error(), "want turn-end") {
-				t.Errorf("ParseEvent(%q) error = %v, want an lineage.ErrInvalid naming the choices", tt.in, err)
-			}
-			continue
-		}
-		if err != nil || got != tt.want || got.String() != tt.in {
-			t.Errorf("ParseEvent(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+func eventNamed(t *testing.T, name string) Event {
+	t.Helper()
+	for _, e := range []Event{TurnEnd, SessionClose, Deadline, RootExit} {
+		if e.String() == name {
+			return e
 		}
 	}
+	t.Fatalf("no event is named %q", name)
+	return 0
 }

@@ -25,8 +25,4 @@
 //     identities whose start time does not match are never victims. The
 //     reaper checks identities again at the signal, so no single bug can
 //     kill the wrong process.
-//   - [Filter] applies both to a list of candidates and splits it into
-//     victims, kept and protected, each with a reason. Every candidate lands
-//     in exactly one of the three lists, and victims are only ever taken from
-//     the candidates given.
 package policy

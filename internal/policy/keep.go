@@ -53,7 +53,7 @@ func KeepRoot(root lineage.Identity) (Keep, error) {
 }
 
 // KeepExe spares every member whose last exec ran exe (as for
-// `lineage run --keep-exe PATH`). exe must be absolute and clean, since it
+// `lineage run --keep exe:PATH`). exe must be absolute and clean, since it
 // is compared as a string with the filename the backend recorded at exec
 // (cleaned lexically): nothing is resolved here. That filename is the path
 // given to execve, so a program run through a symlink is recorded under the

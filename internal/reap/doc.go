@@ -5,9 +5,11 @@
 // Every signal goes through a pidfd. The reaper pins a member with
 // pidfd_open(2), then reads /proc/PID/stat and checks that the pid still
 // shows the member's start time (field 22), then signals the pin with
-// pidfd_send_signal(2). A pinned pid can't be recycled under the reaper, so
-// there is no window between the check and the signal: a member that is gone,
-// or whose pid now names another process, is recorded and sent nothing.
+// pidfd_send_signal(2). The order matters: a pidfd names the process it was
+// opened on, whatever later gets its pid number, so a check made after the
+// open is still true at the signal (a check made before the open would not
+// be). A member that is gone, or whose pid named another process when it was
+// pinned, is recorded and sent nothing.
 // Exits are awaited by polling pidfds (through epoll), never by sleeping.
 //
 // Some processes are never signalled, whatever the [Source] says: pid 0 and 1,
