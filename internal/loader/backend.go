@@ -84,7 +84,8 @@ type RootOptions struct {
 }
 
 // Stats are a backend's counters since it started. Losses are never hidden:
-// a report shows them.
+// events lost in the kernel (EventsLost) and records that could not be
+// decoded (Undecodable) are both counted, and a report shows them.
 type Stats struct {
 	// EventsLost counts events dropped because the ring buffer was full.
 	// Membership stays exact; only the record has gaps.
@@ -102,6 +103,9 @@ type Stats struct {
 	SupervisorKills uint64 `json:"supervisor_kills"`
 	// SignalFailed counts kills the kernel side asked for and was refused.
 	SignalFailed uint64 `json:"signal_failed"`
+	// Undecodable counts events the kernel delivered that could not be
+	// decoded, and so were dropped: like EventsLost, a gap in the record.
+	Undecodable uint64 `json:"undecodable,omitempty"`
 	// Stale counts membership entries found to name a process that was
 	// gone, and dropped.
 	Stale uint64 `json:"stale"`

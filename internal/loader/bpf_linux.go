@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -84,6 +85,8 @@ type BPF struct {
 	// space; the kernel side needs no lock.
 	mapMu   sync.Mutex
 	closeMu sync.Once
+	// undecodable counts ring-buffer records Run could not decode.
+	undecodable atomic.Uint64
 }
 
 var _ Backend = (*BPF)(nil)
@@ -468,7 +471,7 @@ func (b *BPF) Forget(root lineage.Identity) error {
 
 // Stats implements Backend.
 func (b *BPF) Stats() (Stats, error) {
-	var st Stats
+	st := Stats{Undecodable: b.undecodable.Load()}
 	fields := map[lineageStat]*uint64{
 		lineageStatSTAT_EVENTS_LOST:      &st.EventsLost,
 		lineageStatSTAT_MEMBERS_FULL:     &st.MembersFull,
@@ -511,7 +514,10 @@ func (b *BPF) Run(ctx context.Context, fn func(lineage.Event)) error {
 		case err == nil:
 			ev, derr := decode(rec.RawSample)
 			if derr != nil {
-				continue // can't happen with our own program; never fatal
+				// Only a mismatch between this binary and the loaded
+				// objects can cause it: count it, never fail on it.
+				b.undecodable.Add(1)
+				continue
 			}
 			fn(ev)
 		case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, ringbuf.ErrFlushed):
