@@ -36,8 +36,9 @@ type BPFOptions struct {
 	// counted as EventsLost.
 	RingBytes uint32
 	// Poll is how often the reader looks for events the kernel did not
-	// wake it for (default 100ms). The kernel wakes it only once the
-	// buffer is a quarter full, so a busy lineage costs no wakeup per event.
+	// wake it for (default 100ms). Below a quarter full the kernel submits
+	// without a wakeup, so a busy lineage costs no wakeup per event until
+	// the reader falls behind; past that, every event forces one.
 	Poll time.Duration
 	// ProcRoot is where /proc is mounted (default "/proc").
 	ProcRoot string
