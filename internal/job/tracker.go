@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
@@ -87,9 +85,6 @@ func OpenTracker(opts TrackerOptions) (*Tracker, error) {
 	return t, nil
 }
 
-// Choice says which backend the tracker uses, and why.
-func (t *Tracker) Choice() loader.Choice { return t.choice }
-
 func (t *Tracker) startEvents() {
 	ctx, stop := context.WithCancel(context.Background())
 	t.stopEvents = stop
@@ -125,29 +120,4 @@ func (t *Tracker) detail(format string, args ...any) {
 	if t.verbose {
 		t.note(format, args...)
 	}
-}
-
-// callerFacts gathers what the protected set needs to know of lineage itself.
-func callerFacts(procFS proc.FS) (policy.Caller, error) {
-	c := policy.Caller{PID: os.Getpid(), PGID: syscall.Getpgrp()}
-	if c.PGID <= 0 {
-		// Our process group lives outside our PID namespace: no process
-		// we can see is in it. Protect the group we would lead instead.
-		c.PGID = c.PID
-	}
-	for pid := os.Getppid(); pid > 1; {
-		c.Ancestors = append(c.Ancestors, pid)
-		st, err := procFS.Stat(pid)
-		if err != nil {
-			break
-		}
-		if st.PPID == pid {
-			break
-		}
-		pid = st.PPID
-	}
-	if err := c.Validate(); err != nil {
-		return c, fmt.Errorf("protected set: %w", err)
-	}
-	return c, nil
 }
