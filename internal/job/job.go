@@ -83,9 +83,9 @@ func (j *Job) Reap(ctx context.Context, d policy.Decision, opts ReapOptions) {
 	}
 }
 
-// Report completes the job's report with what the event record knows and
-// the backend's counters. Drain the tracker first, so that the record is
-// complete.
+// Report completes the job's report, after Reap, with what the event tree
+// knows by then and the backend's counters. A tracker drained first has
+// every exit in the tree.
 func (j *Job) Report() *Report {
 	j.rep.fill(j.t.tree)
 	if st, err := j.t.backend.Stats(); err == nil {
