@@ -145,6 +145,8 @@ func (o *runOptions) parse(cmd *cobra.Command, getenv func(string) string) error
 	return nil
 }
 
+// runRun runs the job, prints its report and returns the exit status that
+// the command's help documents.
 func runRun(ctx context.Context, o *runOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
