@@ -162,3 +162,37 @@ func TestLeftBehind(t *testing.T) {
 		t.Errorf("reported: %d left behind, want 0: the root is not a leftover", n)
 	}
 }
+
+// TestReportFill checks that reap outcomes are completed from the event
+// tree, never overwritten by it.
+func TestReportFill(t *testing.T) {
+	root := lineage.Identity{PID: 100, StartTicks: 5}
+	child := lineage.Identity{PID: 101, StartTicks: 6}
+	born := lineage.Identity{PID: 102, StartTicks: 7}
+	tree := lineage.NewTree()
+	for _, ev := range []lineage.Event{
+		{Kind: lineage.EventFork, Process: root, Root: root, IsRoot: true, Comm: "sh"},
+		{Kind: lineage.EventFork, Process: child, Parent: root, Root: root, Comm: "sh"},
+		{Kind: lineage.EventExec, Process: child, Root: root, Comm: "sleep", Filename: "/bin/sleep", Argv: []string{"sleep", "9"}},
+		{Kind: lineage.EventExit, Process: child, Root: root, Status: 15},
+		{Kind: lineage.EventFork, Process: born, Parent: child, Root: root, Contained: true},
+	} {
+		tree.Apply(ev)
+	}
+	own := lineage.ExitStatus(9)
+	r := &Report{Root: root, Reap: &reap.Report{Outcomes: []reap.Outcome{
+		{Member: lineage.Member{Identity: root}, Argv: []string{"sh", "-c", "x"}, Status: &own},
+		{Member: lineage.Member{Identity: child}},
+	}}}
+	r.fill(tree)
+	if len(r.Contained) != 1 || r.Contained[0] != born {
+		t.Errorf("contained %v, want [%v]", r.Contained, born)
+	}
+	rootOut, childOut := r.Reap.Outcomes[0], r.Reap.Outcomes[1]
+	if len(rootOut.Argv) != 3 || rootOut.Member.Comm != "sh" || *rootOut.Status != own {
+		t.Errorf("root outcome %+v: its own argv and status must stay, its comm come from the tree", rootOut)
+	}
+	if len(childOut.Argv) != 2 || childOut.Member.Comm != "sleep" || childOut.Status == nil || *childOut.Status != 15 {
+		t.Errorf("child outcome %+v, want argv, comm and status from the tree", childOut)
+	}
+}
