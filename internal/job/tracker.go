@@ -47,12 +47,12 @@ type Tracker struct {
 	stopEvents context.CancelFunc
 	eventsDone chan error
 	drain      sync.Once
-	eventsErr  error
 }
 
 // OpenTracker makes the calling process a child subreaper that reaps its
-// children, opens the backend and starts recording its events. Close it
-// when its jobs are done.
+// children, opens the backend and starts recording its events. A process
+// holds at most one tracker at a time, since it waits for all the
+// process's children. Close it when its jobs are done.
 func OpenTracker(opts TrackerOptions) (*Tracker, error) {
 	t := &Tracker{log: opts.Log, verbose: opts.Verbose, tree: lineage.NewTree()}
 	if t.log == nil {
