@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/lineage-dev/lineage/internal/job"
 )
 
 // exitError carries a process exit status out of a command. Its message, if
@@ -62,15 +64,6 @@ func execute(args []string) int {
 	return exitFailure
 }
 
-// Exit statuses of lineage itself; a command's own status passes through.
-const (
-	// exitFailure: lineage itself failed (bad flags or arguments, a
-	// backend that can't run), as timeout(1) uses 125.
-	exitFailure = 125
-	// exitDeadline: the deadline passed (as timeout(1) does).
-	exitDeadline = 124
-	// exitCannotRun: the command was found but could not be started.
-	exitCannotRun = 126
-	// exitNotFound: the command was not found.
-	exitNotFound = 127
-)
+// exitFailure is lineage's exit status when it fails itself (bad flags or
+// arguments, a backend that can't run); `lineage run` documents the rest.
+const exitFailure = job.ExitFailure

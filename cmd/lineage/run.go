@@ -5,20 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"os/signal"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
-	"github.com/lineage-dev/lineage/internal/proc"
 	"github.com/lineage-dev/lineage/internal/reap"
-	"github.com/lineage-dev/lineage/internal/supervise"
 )
 
 // runOptions are the flags and arguments of `lineage run`.
@@ -151,276 +145,55 @@ func (o *runOptions) parse(cmd *cobra.Command, getenv func(string) string) error
 	return nil
 }
 
-// jobEnd is how the job's root ended, and why lineage stopped waiting.
-type jobEnd struct {
-	status      lineage.ExitStatus
-	exited      bool // the root exited (status is valid)
-	deadline    bool // the deadline passed first
-	interrupted os.Signal
-}
-
+// runRun runs the job, prints its report and returns the exit status that
+// the command's help documents.
 func runRun(ctx context.Context, o *runOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	path, err := exec.LookPath(o.Command[0])
-	if err != nil {
-		fmt.Fprintf(o.s.err, "lineage: %v\n", err)
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			return exitError{exitNotFound}
-		}
-		return exitError{exitCannotRun}
-	}
-	procFS, err := proc.Open("/proc")
-	if err != nil {
-		return err
-	}
-	caller, err := callerFacts(procFS)
-	if err != nil {
-		return err
-	}
-
-	// Orphans of the job come back to lineage rather than to init, and
-	// lineage reaps them: with the proc backend this is what keeps a
-	// double-forked daemon findable.
-	if err := supervise.BecomeSubreaper(); err != nil {
-		return err
-	}
-	children := supervise.WatchChildren()
-	defer children.Close()
-
-	backend, choice, err := loader.Open(o.backend, loader.Options{
-		BPF:  &loader.BPFOptions{MaxMembers: o.MaxMembers},
-		Proc: &loader.ProcOptions{Interval: o.interval, NoSubreaper: true},
+	rep, end, err := job.Run(ctx, job.Config{
+		Tracker: job.TrackerOptions{
+			Backend:    o.backend,
+			MaxMembers: o.MaxMembers,
+			Interval:   o.interval,
+			Log:        o.s.err,
+			Verbose:    o.Verbose,
+		},
+		Spec: job.Spec{
+			Command:           o.Command,
+			Stdin:             os.Stdin,
+			Stdout:            os.Stdout,
+			Stderr:            os.Stderr,
+			Keep:              o.keep,
+			DieWithSupervisor: !o.KeepOnAbort,
+		},
+		Deadline: o.Deadline,
+		Linger:   o.Linger,
+		Grace:    o.Grace,
+		Reaping:  o.reaping,
 	})
+	var start *job.StartError
+	if errors.As(err, &start) {
+		fmt.Fprintf(o.s.err, "lineage: %v\n", err)
+		return exitError{start.Code}
+	}
 	if err != nil {
 		return err
 	}
-	defer backend.Close()
-	if o.Verbose {
-		fmt.Fprintf(o.s.err, "lineage: backend %s\n", choice)
-	}
-
-	tree := lineage.NewTree()
-	runCtx, stopEvents := context.WithCancel(context.Background())
-	eventsDone := make(chan error, 1)
-	go func() { eventsDone <- backend.Run(runCtx, tree.Apply) }()
-	stopRecording := func() {
-		stopEvents()
-		if err := <-eventsDone; err != nil {
-			fmt.Fprintf(o.s.err, "lineage: events: %v\n", err)
-		}
-	}
-
-	cmd := exec.Command(path, o.Command[1:]...)
-	cmd.Args[0] = o.Command[0]
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	// The job gets a process group of its own: lineage's own group is
-	// protected, and a job sharing it could not be reaped.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	term := supervise.ForegroundTerminal(int(os.Stdin.Fd()))
-	if term != nil {
-		cmd.SysProcAttr.Foreground = true
-		cmd.SysProcAttr.Ctty = term.FD()
-	}
-
-	// Signals for the job are caught before it starts, so none is lost.
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	defer signal.Stop(sigs)
-
-	// Only the kernel can end the lineage if lineage itself is killed.
-	dieWithUs := !o.KeepOnAbort && backend.Name() == loader.BackendBPF
-	started := time.Now()
-	// A job that exits at once stays a zombie, and so visible, until the
-	// backend has registered it.
-	release := children.Hold()
-	root, err := backend.Spawn(cmd, loader.RootOptions{DieWithSupervisor: dieWithUs})
-	release()
-	if err != nil {
-		stopRecording()
-		fmt.Fprintf(o.s.err, "lineage: run %s: %v\n", o.Command[0], err)
-		return exitError{exitCannotRun}
-	}
-	defer backend.Forget(root)
-	rootExit := children.Wait(int(root.PID))
-
-	end := waitJob(o, procFS, root, rootExit, sigs)
-	if term != nil {
-		_ = term.Restore()
-	}
-	jobTook := time.Since(started)
-
-	event := policy.RootExit
-	if end.deadline {
-		event = policy.Deadline
-	}
-	decision := policy.Decide(policy.Input{Event: event, Reaping: o.reaping, Kept: o.keep.KeepsRoot(root)})
-	if o.Verbose {
-		fmt.Fprintf(o.s.err, "lineage: %s: %s\n", event, decision)
-	}
-
-	rep := &jobReport{
-		Command:  o.Command,
-		Root:     root,
-		Backend:  choice,
-		Started:  started,
-		JobTook:  jobTook,
-		Deadline: end.deadline,
-		Decision: decision.String(),
-		Reaping:  o.reaping.String(),
-	}
-	if end.exited {
-		rep.setStatus(end.status)
-	}
-	if end.interrupted != nil {
-		rep.Interrupted = end.interrupted.String()
-	}
-
-	src := reap.SourceFunc(func() ([]lineage.Member, error) { return backend.Members(root) })
-	switch decision.Action {
-	case policy.Reap:
-		r, err := reap.Reap(ctx, src, reap.Options{
-			Linger:  o.Linger,
-			Grace:   o.Grace,
-			Contain: func() (lineage.Containment, error) { return backend.Contain(root) },
-			Keep:    keeper(o.keep, tree, procFS),
-			Refuse:  refuser(caller, root),
-		})
-		rep.Reap = &r
-		if err != nil {
-			rep.Warnings = append(rep.Warnings, "reap: "+err.Error())
-		}
-		if !end.exited {
-			// The root was reaped with its lineage (deadline, or it
-			// would not exit after a forwarded signal).
-			select {
-			case st := <-rootExit:
-				rep.setStatus(st)
-				end.status, end.exited = st, true
-			case <-time.After(time.Second):
-			}
-		}
-	default:
-		ms, err := backend.Members(root)
-		if err != nil {
-			rep.Warnings = append(rep.Warnings, "list leftovers: "+err.Error())
-		}
-		rep.addLeftovers(ms, tree, procFS)
-	}
-
-	stopRecording()
-	rep.fill(tree)
-	if st, err := backend.Stats(); err == nil {
-		rep.Stats = st
-		rep.warnLosses(choice.Backend)
-	}
-	if err := rep.write(o); err != nil {
+	if err := o.writeReport(rep); err != nil {
 		fmt.Fprintf(o.s.err, "lineage: %v\n", err)
 	}
-	return exitError{rep.exitCode(end)}
+	return exitError{end.ExitCode()}
 }
 
-// waitJob waits for the root to exit, passing on signals sent to lineage,
-// and enforces the deadline by returning early.
-func waitJob(o *runOptions, procFS proc.FS, root lineage.Identity, rootExit <-chan lineage.ExitStatus, sigs <-chan os.Signal) jobEnd {
-	var deadline <-chan time.Time
-	if o.Deadline > 0 {
-		timer := time.NewTimer(o.Deadline)
-		defer timer.Stop()
-		deadline = timer.C
-	}
-	var end jobEnd
-	var forwardedGrace <-chan time.Time
-	for {
-		select {
-		case st := <-rootExit:
-			end.status, end.exited = st, true
-			return end
-		case <-deadline:
-			fmt.Fprintf(o.s.err, "lineage: deadline of %v passed: ending the job\n", o.Deadline)
-			end.deadline = true
-			return end
-		case sig := <-sigs:
-			if end.interrupted != nil {
-				// A second signal: stop waiting, reap now.
-				return end
-			}
-			end.interrupted = sig
-			if err := reap.Signal(procFS, root, sig.(syscall.Signal)); err != nil && o.Verbose {
-				fmt.Fprintf(o.s.err, "lineage: pass %v to the job: %v\n", sig, err)
-			}
-			// Give the job the grace to exit on its own.
-			forwardedGrace = time.After(o.Grace)
-		case <-forwardedGrace:
-			return end
+// writeReport writes the JSON report if asked, then prints the report for
+// people.
+func (o *runOptions) writeReport(rep *job.Report) error {
+	if o.ReportFile != "" {
+		if err := rep.WriteJSONFile(o.ReportFile); err != nil {
+			return fmt.Errorf("write report: %w", err)
 		}
 	}
-}
-
-// callerFacts gathers what the protected set needs to know of lineage itself.
-func callerFacts(procFS proc.FS) (policy.Caller, error) {
-	c := policy.Caller{PID: os.Getpid(), PGID: syscall.Getpgrp()}
-	if c.PGID <= 0 {
-		// Our process group lives outside our PID namespace: no process
-		// we can see is in it. Protect the group we would lead instead.
-		c.PGID = c.PID
-	}
-	for pid := os.Getppid(); pid > 1; {
-		c.Ancestors = append(c.Ancestors, pid)
-		st, err := procFS.Stat(pid)
-		if err != nil {
-			break
-		}
-		if st.PPID == pid {
-			break
-		}
-		pid = st.PPID
-	}
-	if err := c.Validate(); err != nil {
-		return c, fmt.Errorf("protected set: %w", err)
-	}
-	return c, nil
-}
-
-// keeper turns keep rules into the reaper's Keep: an exe rule matches the
-// executable the kernel shows for the process, or else the file its last
-// exec named.
-func keeper(rules policy.KeepRules, tree *lineage.Tree, procFS proc.FS) func(lineage.Member) (bool, string) {
-	if len(rules) == 0 {
-		return nil
-	}
-	return func(m lineage.Member) (bool, string) {
-		if known, ok := tree.Get(m.Identity); ok && m.Filename == "" {
-			m.Filename = known.Filename
-		}
-		if exe, err := procFS.Exe(int(m.PID)); err == nil && exe != "" {
-			m.Filename = exe
-		}
-		rule, ok := rules.Spares(m)
-		if !ok {
-			return false, ""
-		}
-		return true, "kept by --keep " + rule.String()
-	}
-}
-
-// refuser is the policy's protected set, asked again at every signal.
-func refuser(caller policy.Caller, root lineage.Identity) func(lineage.Member, lineage.Stat) (string, bool) {
-	return func(m lineage.Member, st lineage.Stat) (string, bool) {
-		return policy.Protect(caller, root, policy.Candidate{Member: m, Stat: st})
-	}
-}
-
-// shellQuote renders argv for a human, quoting what needs it.
-func shellQuote(argv []string) string {
-	out := make([]string, len(argv))
-	for i, a := range argv {
-		if a != "" && !strings.ContainsAny(a, " \t\n'\"\\$`;&|<>()*?[]{}!#~") {
-			out[i] = a
-			continue
-		}
-		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return strings.Join(out, " ")
+	rep.WriteText(o.s.err, job.TextOptions{Verbose: o.Verbose, Quiet: o.Quiet})
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/reap"
 	"github.com/lineage-dev/lineage/internal/testutil"
@@ -70,7 +71,7 @@ func (b *bystander) check(t *testing.T) {
 type runResult struct {
 	code   int
 	stderr string
-	report *jobReport
+	report *job.Report
 }
 
 // runJob runs lineage in a process group of its own, with two bystanders
@@ -118,7 +119,7 @@ func runJob(t *testing.T, mark string, env []string, args ...string) runResult {
 		t.Fatal(err)
 	}
 	if raw, err := os.ReadFile(reportPath); err == nil {
-		res.report = &jobReport{}
+		res.report = &job.Report{}
 		if err := json.Unmarshal(raw, res.report); err != nil {
 			t.Fatalf("report: %v\n%s", err, raw)
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/reap"
 	"github.com/lineage-dev/lineage/internal/testutil"
@@ -62,8 +63,8 @@ func TestRunDeadlineKillsTheJobAndItsLineage(t *testing.T) {
 			s := testutil.Sleep(mark)
 			res := runJob(t, mark, nil, "--backend", backend, "--deadline", "1s", "--",
 				"sh", "-c", fmt.Sprintf("setsid sleep %[1]s & trap '' TERM; sleep %[1]s; sleep %[1]s", s))
-			if res.code != exitDeadline {
-				t.Fatalf("exit status %d, want %d; stderr:\n%s", res.code, exitDeadline, res.stderr)
+			if res.code != job.ExitDeadline {
+				t.Fatalf("exit status %d, want %d; stderr:\n%s", res.code, job.ExitDeadline, res.stderr)
 			}
 			if !res.report.Deadline {
 				t.Error("report does not say the deadline passed")

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
@@ -123,7 +124,7 @@ func runJobNoLeakCheck(t *testing.T, args ...string) runResult {
 	}
 	res.code = cmd.ProcessState.ExitCode()
 	if raw, err := os.ReadFile(reportPath); err == nil {
-		res.report = &jobReport{}
+		res.report = &job.Report{}
 		if err := json.Unmarshal(raw, res.report); err != nil {
 			t.Fatalf("report: %v\n%s", err, raw)
 		}

@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
-	"github.com/lineage-dev/lineage/internal/reap"
 )
 
 func TestNewCmdRunParsesFlags(t *testing.T) {
@@ -98,52 +96,6 @@ func TestRunOptionsKillSwitchFromEnvironment(t *testing.T) {
 		}
 		if got.reaping.Off != c.off {
 			t.Errorf("env %q flag %q: reaping %v", c.env, c.flag, got.reaping)
-		}
-	}
-}
-
-func TestReportExitCodes(t *testing.T) {
-	r := &jobReport{}
-	for _, c := range []struct {
-		end  jobEnd
-		want int
-	}{
-		{jobEnd{exited: true, status: 3 << 8}, 3},
-		{jobEnd{exited: true, status: 9}, 137},
-		{jobEnd{exited: true, status: 15}, 143},
-		{jobEnd{deadline: true, exited: true, status: 9}, exitDeadline},
-		{jobEnd{}, exitFailure},
-	} {
-		if got := r.exitCode(c.end); got != c.want {
-			t.Errorf("%+v: exit %d, want %d", c.end, got, c.want)
-		}
-	}
-}
-
-func TestReportText(t *testing.T) {
-	root := lineage.Identity{PID: 100, StartTicks: 5}
-	leak := lineage.Identity{PID: 101, StartTicks: 6}
-	r := &jobReport{
-		Command: []string{"sh", "-c", "sleep 1 &"},
-		Root:    root,
-		Backend: loader.Choice{Backend: "bpf"},
-		JobTook: 1500 * time.Millisecond,
-		Reap: &reap.Report{Containment: "kernel", Outcomes: []reap.Outcome{
-			{Member: lineage.Member{Identity: leak, Parent: root}, Argv: []string{"sleep", "1"}, Signal: "TERM", Result: reap.Terminated},
-		}},
-		Decision: "reap: the root exited",
-		Stats:    loader.Stats{EventsLost: 3},
-	}
-	r.setStatus(0)
-	r.warnLosses("bpf")
-	var out bytes.Buffer
-	if err := r.write(&runOptions{s: streams{err: &out}}); err != nil {
-		t.Fatal(err)
-	}
-	text := out.String()
-	for _, want := range []string{"job sh -c 'sleep 1 &': exit 0 after 1.5s (backend bpf)", "1 process left behind", "101@6", "TERM", "terminated", "sleep 1", "3 events lost"} {
-		if !strings.Contains(text, want) {
-			t.Errorf("report lacks %q:\n%s", want, text)
 		}
 	}
 }

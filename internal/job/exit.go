@@ -1,0 +1,60 @@
+package job
+
+import (
+	"os"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/policy"
+)
+
+// Exit statuses of a job run besides the job's own, as timeout(1) uses them.
+const (
+	// ExitDeadline: the deadline passed.
+	ExitDeadline = 124
+	// ExitFailure: lineage itself failed.
+	ExitFailure = 125
+	// ExitCannotRun: the command was found but could not be started.
+	ExitCannotRun = 126
+	// ExitNotFound: the command was not found.
+	ExitNotFound = 127
+)
+
+// End is how a job's root ended, and why the wait for it stopped.
+type End struct {
+	// Status is valid when Exited is set.
+	Status lineage.ExitStatus
+	// Exited: the root exited.
+	Exited bool
+	// Deadline: the deadline passed first.
+	Deadline bool
+	// Interrupted is the signal passed on to the job, if any.
+	Interrupted os.Signal
+}
+
+// Event is the policy event the end calls for: the deadline, or the root's
+// exit (which includes a wait cut short by signals).
+func (e End) Event() policy.Event {
+	if e.Deadline {
+		return policy.Deadline
+	}
+	return policy.RootExit
+}
+
+// ExitCode is the exit status for a job that ended so: [ExitDeadline] once
+// the deadline passed, the root's own exit code, 128+N when signal N ended
+// it, and [ExitFailure] when its end is not known.
+func (e End) ExitCode() int {
+	if e.Deadline {
+		return ExitDeadline
+	}
+	if !e.Exited {
+		return ExitFailure
+	}
+	if code, ok := e.Status.Exited(); ok {
+		return code
+	}
+	if sig, ok := e.Status.Signaled(); ok {
+		return 128 + int(sig)
+	}
+	return ExitFailure
+}

@@ -1,0 +1,99 @@
+package job
+
+import (
+	"context"
+	"time"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/internal/reap"
+	"github.com/lineage-dev/lineage/internal/supervise"
+)
+
+// Job is one root on a tracker and the lineage it starts. Take it through
+// its steps in order: [Job.Wait] (for a root it spawned), [Job.Decide],
+// [Job.Reap], then [Tracker.Drain] and [Job.Report]; Close it last.
+type Job struct {
+	t    *Tracker
+	root lineage.Identity
+	keep policy.KeepRules
+	// exit receives the root's exit status when the tracker spawned it.
+	exit    <-chan lineage.ExitStatus
+	term    *supervise.Terminal
+	started time.Time
+	end     End
+	rep     Report
+}
+
+// Close stops tracking the job's lineage. It signals nothing.
+func (j *Job) Close() error { return j.t.backend.Forget(j.root) }
+
+// Decide asks the policy what to do with the lineage for in.Event, with
+// the job's keep rules, and records the decision for the report.
+func (j *Job) Decide(in policy.Input) policy.Decision {
+	in.Kept = in.Kept || j.keep.KeepsRoot(j.root)
+	d := policy.Decide(in)
+	j.t.detail("lineage: %s: %s\n", in.Event, d)
+	j.rep.decided(d, in.Reaping)
+	return d
+}
+
+// ReapOptions tune a reap.
+type ReapOptions struct {
+	// Linger is how long members may take to exit on their own.
+	Linger time.Duration
+	// Grace is the time between SIGTERM and SIGKILL.
+	Grace time.Duration
+}
+
+// Reap carries out d: it reaps the lineage when d says so, sparing what
+// the keep rules keep and what is protected, and otherwise only lists the
+// live members as left behind, signalling nothing.
+func (j *Job) Reap(ctx context.Context, d policy.Decision, opts ReapOptions) {
+	t := j.t
+	if d.Action != policy.Reap {
+		ms, err := t.backend.Members(j.root)
+		if err != nil {
+			j.rep.Warnings = append(j.rep.Warnings, "list leftovers: "+err.Error())
+		}
+		j.rep.addLeftovers(ms, t.tree, t.proc)
+		return
+	}
+	src := reap.SourceFunc(func() ([]lineage.Member, error) { return t.backend.Members(j.root) })
+	r, err := reap.Reap(ctx, src, reap.Options{
+		Linger:  opts.Linger,
+		Grace:   opts.Grace,
+		Contain: func() (lineage.Containment, error) { return t.backend.Contain(j.root) },
+		Keep:    keeper(j.keep, t.tree, t.proc),
+		Refuse:  refuser(t.caller, j.root),
+	})
+	j.rep.Reap = &r
+	if err != nil {
+		j.rep.Warnings = append(j.rep.Warnings, "reap: "+err.Error())
+	}
+	if j.exit != nil && !j.end.Exited {
+		// The root was reaped with its lineage (deadline, or it would
+		// not exit after a forwarded signal).
+		select {
+		case st := <-j.exit:
+			j.rep.setStatus(st)
+			j.end.Status, j.end.Exited = st, true
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// Report completes the job's report, after Reap, with what the event tree
+// knows by then and the backend's counters. A tracker drained first has
+// every exit in the tree.
+func (j *Job) Report() *Report {
+	j.rep.fill(j.t.tree)
+	if st, err := j.t.backend.Stats(); err == nil {
+		j.rep.Stats = st
+		j.rep.warnLosses(j.t.choice.Backend)
+	}
+	return &j.rep
+}
+
+// End is how the root ended, as far as the job knows.
+func (j *Job) End() End { return j.end }

@@ -1,0 +1,65 @@
+package job
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/internal/proc"
+)
+
+// callerFacts gathers what the protected set needs to know of lineage itself.
+func callerFacts(procFS proc.FS) (policy.Caller, error) {
+	c := policy.Caller{PID: os.Getpid(), PGID: syscall.Getpgrp()}
+	if c.PGID <= 0 {
+		// Our process group lives outside our PID namespace: no process
+		// we can see is in it. Protect the group we would lead instead.
+		c.PGID = c.PID
+	}
+	for pid := os.Getppid(); pid > 1; {
+		c.Ancestors = append(c.Ancestors, pid)
+		st, err := procFS.Stat(pid)
+		if err != nil {
+			break
+		}
+		if st.PPID == pid {
+			break
+		}
+		pid = st.PPID
+	}
+	if err := c.Validate(); err != nil {
+		return c, fmt.Errorf("protected set: %w", err)
+	}
+	return c, nil
+}
+
+// keeper turns keep rules into the reaper's Keep: an exe rule matches the
+// executable the kernel shows for the process, or else the file its last
+// exec named.
+func keeper(rules policy.KeepRules, tree *lineage.Tree, procFS proc.FS) func(lineage.Member) (bool, string) {
+	if len(rules) == 0 {
+		return nil
+	}
+	return func(m lineage.Member) (bool, string) {
+		if known, ok := tree.Get(m.Identity); ok && m.Filename == "" {
+			m.Filename = known.Filename
+		}
+		if exe, err := procFS.Exe(int(m.PID)); err == nil && exe != "" {
+			m.Filename = exe
+		}
+		rule, ok := rules.Spares(m)
+		if !ok {
+			return false, ""
+		}
+		return true, "kept by --keep " + rule.String()
+	}
+}
+
+// refuser is the policy's protected set, asked again at every signal.
+func refuser(caller policy.Caller, root lineage.Identity) func(lineage.Member, lineage.Stat) (string, bool) {
+	return func(m lineage.Member, st lineage.Stat) (string, bool) {
+		return policy.Protect(caller, root, policy.Candidate{Member: m, Stat: st})
+	}
+}

@@ -1,0 +1,181 @@
+package job
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/internal/proc"
+	"github.com/lineage-dev/lineage/internal/reap"
+)
+
+// ReportVersion is the version of the JSON report's schema.
+const ReportVersion = 1
+
+// Report is what a job's run says: how its root ended and what it left
+// behind. Its JSON form is a documented interface: fields are added, never
+// renamed.
+type Report struct {
+	Version  int              `json:"version"`
+	Command  []string         `json:"command"`
+	Root     lineage.Identity `json:"root"`
+	Backend  loader.Choice    `json:"backend"`
+	Started  time.Time        `json:"started"`
+	JobTook  time.Duration    `json:"job_duration_ns"`
+	Exit     *Exit            `json:"exit,omitempty"`
+	Deadline bool             `json:"deadline_passed"`
+	// Interrupted names the signal lineage received and passed on.
+	Interrupted string `json:"interrupted,omitempty"`
+	Decision    string `json:"decision"`
+	Reaping     string `json:"reaping"`
+	// Reap is what the reaper did, when the decision was to reap.
+	Reap *reap.Report `json:"reap,omitempty"`
+	// Contained are the processes that members forked while being reaped,
+	// killed at birth by the kernel's containment.
+	Contained []lineage.Identity `json:"contained_at_birth,omitempty"`
+	// Leftovers are the members alive after the job, when the decision was
+	// only to report them.
+	Leftovers []Leftover   `json:"leftovers,omitempty"`
+	Stats     loader.Stats `json:"stats"`
+	Warnings  []string     `json:"warnings,omitempty"`
+	// Limits are what the backend in use can't see; printed with -v or
+	// when something was left behind.
+	Limits []string `json:"limits,omitempty"`
+}
+
+// Exit is how the job's root process ended.
+type Exit struct {
+	Code   *int   `json:"code,omitempty"`
+	Signal string `json:"signal,omitempty"`
+	Text   string `json:"text"`
+}
+
+// Leftover is a member that outlived the job and was only reported.
+type Leftover struct {
+	lineage.Member
+	Argv []string      `json:"argv,omitempty"`
+	Age  time.Duration `json:"age_ns"`
+}
+
+func (r *Report) setStatus(st lineage.ExitStatus) {
+	e := &Exit{Text: st.String()}
+	if code, ok := st.Exited(); ok {
+		e.Code = &code
+	} else if sig, ok := st.Signaled(); ok {
+		e.Signal = lineage.SignalName(sig)
+	}
+	r.Exit = e
+}
+
+// ended records how the wait for the root ended, took after it started.
+func (r *Report) ended(end End, took time.Duration) {
+	r.JobTook = took
+	r.Deadline = end.Deadline
+	if end.Exited {
+		r.setStatus(end.Status)
+	}
+	if end.Interrupted != nil {
+		r.Interrupted = end.Interrupted.String()
+	}
+}
+
+// decided records the policy's decision and the kill switch it saw.
+func (r *Report) decided(d policy.Decision, reaping policy.Reaping) {
+	r.Decision = d.String()
+	r.Reaping = reaping.String()
+}
+
+// addLeftovers records members that were only reported, with what the tree
+// and /proc know of them.
+func (r *Report) addLeftovers(ms []lineage.Member, tree *lineage.Tree, procFS proc.FS) {
+	now := lineage.DurationToTicks(proc.BootTime())
+	for _, m := range ms {
+		l := Leftover{Member: m}
+		if known, ok := tree.Get(m.Identity); ok {
+			l.Argv = known.Argv
+			l.Member.Comm = known.Comm
+		}
+		if len(l.Argv) == 0 {
+			l.Argv, _ = procFS.Argv(int(m.PID))
+		}
+		if now > m.StartTicks {
+			l.Age = lineage.TicksToDuration(now - m.StartTicks)
+		}
+		r.Leftovers = append(r.Leftovers, l)
+	}
+}
+
+// fill completes the reap outcomes with what the event record knows (argv
+// seen at exec, exit statuses).
+func (r *Report) fill(tree *lineage.Tree) {
+	if r.Reap == nil {
+		return
+	}
+	for _, m := range tree.Lineage(r.Root) {
+		if m.Contained {
+			r.Contained = append(r.Contained, m.Identity)
+		}
+	}
+	for i := range r.Reap.Outcomes {
+		o := &r.Reap.Outcomes[i]
+		known, ok := tree.Get(o.Member.Identity)
+		if !ok {
+			continue
+		}
+		if len(o.Argv) == 0 {
+			o.Argv = known.Argv
+		}
+		if o.Member.Comm == "" {
+			o.Member.Comm = known.Comm
+		}
+		if o.Status == nil && known.Exited && known.Status.Known() {
+			st := known.Status
+			o.Status = &st
+		}
+	}
+}
+
+func (r *Report) warnLosses(backend string) {
+	if r.Stats.EventsLost > 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%d events lost: the record has gaps; membership stayed exact", r.Stats.EventsLost))
+	}
+	if r.Stats.MembersFull > 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%d processes were not tracked: the membership map was full (raise --max-members)", r.Stats.MembersFull))
+	}
+	if backend == loader.BackendProc {
+		r.Limits = append(r.Limits, "proc backend: a process that lived and died between two scans is not in the record")
+	}
+}
+
+// leftBehind counts the job's processes that outlived its root, or, when
+// the deadline or a signal cut the job short, its live processes besides
+// the root.
+func (r *Report) leftBehind() int {
+	if r.Reap == nil {
+		n := 0
+		for _, l := range r.Leftovers {
+			if l.Identity != r.Root {
+				n++
+			}
+		}
+		return n
+	}
+	n := 0
+	for _, o := range r.Reap.Outcomes {
+		if o.Member.Identity != r.Root {
+			n++
+		}
+	}
+	return n
+}
+
+// vanished counts the outcomes of members that ended before the reaper
+// reached them (listed alive, gone by the time it looked).
+func (r *Report) vanished() int {
+	if r.Reap == nil {
+		return 0
+	}
+	return r.Reap.Count(reap.Vanished)
+}

@@ -1,0 +1,198 @@
+package job
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/internal/reap"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/report from the current code")
+
+func TestReportText(t *testing.T) {
+	root := lineage.Identity{PID: 100, StartTicks: 5}
+	leak := lineage.Identity{PID: 101, StartTicks: 6}
+	r := &Report{
+		Command: []string{"sh", "-c", "sleep 1 &"},
+		Root:    root,
+		Backend: loader.Choice{Backend: "bpf"},
+		JobTook: 1500 * time.Millisecond,
+		Reap: &reap.Report{Containment: "kernel", Outcomes: []reap.Outcome{
+			{Member: lineage.Member{Identity: leak, Parent: root}, Argv: []string{"sleep", "1"}, Signal: "TERM", Result: reap.Terminated},
+		}},
+		Decision: "reap: the root exited",
+		Stats:    loader.Stats{EventsLost: 3},
+	}
+	r.setStatus(0)
+	r.warnLosses("bpf")
+	var out bytes.Buffer
+	r.WriteText(&out, TextOptions{})
+	text := out.String()
+	for _, want := range []string{"job sh -c 'sleep 1 &': exit 0 after 1.5s (backend bpf)", "1 process left behind", "101@6", "TERM", "terminated", "sleep 1", "3 events lost"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// TestReportGolden holds the text and JSON forms to what they were when the
+// report lived in cmd/lineage: both are interfaces people and scripts read.
+func TestReportGolden(t *testing.T) {
+	dir := filepath.Join("testdata", "report")
+	for name, mk := range goldenReports() {
+		for _, opts := range []TextOptions{{}, {Verbose: true}, {Quiet: true}, {Verbose: true, Quiet: true}} {
+			var out bytes.Buffer
+			mk().WriteText(&out, opts)
+			checkGolden(t, filepath.Join(dir, fmt.Sprintf("%s-v%t-q%t.txt", name, opts.Verbose, opts.Quiet)), out.Bytes())
+		}
+		path := filepath.Join(t.TempDir(), "report.json")
+		if err := mk().WriteJSONFile(path); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkGolden(t, filepath.Join(dir, name+".json"), raw)
+		var back Report
+		if err := json.Unmarshal(raw, &back); err != nil || back.Version != ReportVersion {
+			t.Errorf("%s: read back: version %d, %v", name, back.Version, err)
+		}
+	}
+}
+
+func checkGolden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs:\n--- want\n%s\n--- got\n%s", path, want, got)
+	}
+}
+
+func TestWriteJSONFileFails(t *testing.T) {
+	r := &Report{}
+	err := r.WriteJSONFile(filepath.Join(t.TempDir(), "no such dir", "r.json"))
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("got %v, want a missing directory", err)
+	}
+}
+
+// TestReportFromSteps checks what each step of a job records: the wait's
+// end, then the decision.
+func TestReportFromSteps(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		end     End
+		reaping policy.Reaping
+		kept    bool
+		check   func(t *testing.T, r *Report)
+	}{
+		{name: "exit", end: End{Exited: true, Status: 3 << 8}, check: func(t *testing.T, r *Report) {
+			if r.Exit == nil || r.Exit.Code == nil || *r.Exit.Code != 3 || r.Exit.Signal != "" || r.Deadline {
+				t.Errorf("exit %+v, deadline %v", r.Exit, r.Deadline)
+			}
+			if r.Decision != "reap: the root exited" || r.Reaping != (policy.Reaping{}).String() {
+				t.Errorf("decision %q, reaping %q", r.Decision, r.Reaping)
+			}
+		}},
+		{name: "signal", end: End{Exited: true, Status: 9, Interrupted: os.Interrupt}, check: func(t *testing.T, r *Report) {
+			if r.Exit == nil || r.Exit.Code != nil || r.Exit.Signal != "KILL" || r.Interrupted != "interrupt" {
+				t.Errorf("exit %+v, interrupted %q", r.Exit, r.Interrupted)
+			}
+		}},
+		{name: "deadline", end: End{Deadline: true}, check: func(t *testing.T, r *Report) {
+			if r.Exit != nil || !r.Deadline || r.Decision != "reap: the deadline passed" {
+				t.Errorf("exit %+v, deadline %v, decision %q", r.Exit, r.Deadline, r.Decision)
+			}
+		}},
+		{name: "off", end: End{Exited: true}, reaping: policy.Reaping{Off: true, By: "LINEAGE_REAPING=off"}, check: func(t *testing.T, r *Report) {
+			if !strings.HasPrefix(r.Decision, "report: reaping is off") || r.Reaping != "off (LINEAGE_REAPING=off)" {
+				t.Errorf("decision %q, reaping %q", r.Decision, r.Reaping)
+			}
+		}},
+		{name: "kept", end: End{Exited: true}, kept: true, check: func(t *testing.T, r *Report) {
+			if !strings.HasPrefix(r.Decision, "report: the root is kept on purpose") {
+				t.Errorf("decision %q", r.Decision)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var r Report
+			r.ended(c.end, time.Second)
+			if r.JobTook != time.Second {
+				t.Errorf("took %v", r.JobTook)
+			}
+			r.decided(policy.Decide(policy.Input{Event: c.end.Event(), Reaping: c.reaping, Kept: c.kept}), c.reaping)
+			c.check(t, &r)
+		})
+	}
+}
+
+func TestLeftBehind(t *testing.T) {
+	root := lineage.Identity{PID: 100, StartTicks: 5}
+	other := lineage.Identity{PID: 101, StartTicks: 6}
+	reaped := &Report{Root: root, Reap: &reap.Report{Outcomes: []reap.Outcome{
+		{Member: lineage.Member{Identity: root}}, {Member: lineage.Member{Identity: other}, Result: reap.Vanished},
+	}}}
+	if n, v := reaped.leftBehind(), reaped.vanished(); n != 1 || v != 1 {
+		t.Errorf("reaped: %d left behind, %d vanished; want 1, 1", n, v)
+	}
+	reported := &Report{Root: root, Leftovers: []Leftover{{Member: lineage.Member{Identity: root}}}}
+	if n := reported.leftBehind(); n != 0 {
+		t.Errorf("reported: %d left behind, want 0: the root is not a leftover", n)
+	}
+}
+
+// TestReportFill checks that reap outcomes are completed from the event
+// tree, never overwritten by it.
+func TestReportFill(t *testing.T) {
+	root := lineage.Identity{PID: 100, StartTicks: 5}
+	child := lineage.Identity{PID: 101, StartTicks: 6}
+	born := lineage.Identity{PID: 102, StartTicks: 7}
+	tree := lineage.NewTree()
+	for _, ev := range []lineage.Event{
+		{Kind: lineage.EventFork, Process: root, Root: root, IsRoot: true, Comm: "sh"},
+		{Kind: lineage.EventFork, Process: child, Parent: root, Root: root, Comm: "sh"},
+		{Kind: lineage.EventExec, Process: child, Root: root, Comm: "sleep", Filename: "/bin/sleep", Argv: []string{"sleep", "9"}},
+		{Kind: lineage.EventExit, Process: child, Root: root, Status: 15},
+		{Kind: lineage.EventFork, Process: born, Parent: child, Root: root, Contained: true},
+	} {
+		tree.Apply(ev)
+	}
+	own := lineage.ExitStatus(9)
+	r := &Report{Root: root, Reap: &reap.Report{Outcomes: []reap.Outcome{
+		{Member: lineage.Member{Identity: root}, Argv: []string{"sh", "-c", "x"}, Status: &own},
+		{Member: lineage.Member{Identity: child}},
+	}}}
+	r.fill(tree)
+	if len(r.Contained) != 1 || r.Contained[0] != born {
+		t.Errorf("contained %v, want [%v]", r.Contained, born)
+	}
+	rootOut, childOut := r.Reap.Outcomes[0], r.Reap.Outcomes[1]
+	if len(rootOut.Argv) != 3 || rootOut.Member.Comm != "sh" || *rootOut.Status != own {
+		t.Errorf("root outcome %+v: its own argv and status must stay, its comm come from the tree", rootOut)
+	}
+	if len(childOut.Argv) != 2 || childOut.Member.Comm != "sleep" || childOut.Status == nil || *childOut.Status != 15 {
+		t.Errorf("child outcome %+v, want argv, comm and status from the tree", childOut)
+	}
+}

@@ -1,0 +1,76 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/lineage-dev/lineage/internal/policy"
+)
+
+// StartError says that a job's command could not be started. Code is
+// [ExitNotFound] or [ExitCannotRun].
+type StartError struct {
+	Code int
+	Err  error
+}
+
+func (e *StartError) Error() string { return e.Err.Error() }
+
+func (e *StartError) Unwrap() error { return e.Err }
+
+// Config is a job as `lineage run` runs it.
+type Config struct {
+	Tracker TrackerOptions
+	// Spec is the command; Spec.Path is looked up from Spec.Command[0].
+	Spec Spec
+	// Deadline, Linger and Grace are as in [WaitOptions] and [ReapOptions].
+	Deadline time.Duration
+	Linger   time.Duration
+	Grace    time.Duration
+	// Reaping is the kill switch, resolved.
+	Reaping policy.Reaping
+}
+
+// Run runs cfg.Spec as the one job of a tracker of its own: it spawns the
+// command, passes SIGINT, SIGTERM, SIGHUP and SIGQUIT on to it, waits for
+// it or its deadline, decides on its lineage as the root's exit or the
+// deadline calls for, reaps or reports it, and returns the job's report and
+// how it ended. A command that can't be started is a [*StartError].
+func Run(ctx context.Context, cfg Config) (*Report, End, error) {
+	path, err := exec.LookPath(cfg.Spec.Command[0])
+	if err != nil {
+		code := ExitCannotRun
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			code = ExitNotFound
+		}
+		return nil, End{}, &StartError{Code: code, Err: err}
+	}
+	cfg.Spec.Path = path
+	t, err := OpenTracker(cfg.Tracker)
+	if err != nil {
+		return nil, End{}, err
+	}
+	defer t.Close()
+
+	// Signals for the job are caught before it starts, so none is lost.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+
+	j, err := t.Spawn(cfg.Spec)
+	if err != nil {
+		t.Drain()
+		return nil, End{}, err
+	}
+	defer j.Close()
+	end := j.Wait(WaitOptions{Deadline: cfg.Deadline, Signals: sigs, Grace: cfg.Grace})
+	d := j.Decide(policy.Input{Event: end.Event(), Reaping: cfg.Reaping})
+	j.Reap(ctx, d, ReapOptions{Linger: cfg.Linger, Grace: cfg.Grace})
+	t.Drain()
+	return j.Report(), j.End(), nil
+}

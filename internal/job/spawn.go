@@ -1,0 +1,71 @@
+package job
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/internal/supervise"
+)
+
+// Spec is a command to start as the root of a job.
+type Spec struct {
+	// Command is the argv as given; Path is the program that Command[0]
+	// names, as exec.LookPath finds it.
+	Command []string
+	Path    string
+	// Stdin, Stdout and Stderr are the job's; nil means the null device.
+	// A Stdin that is the terminal makes the job its foreground.
+	Stdin, Stdout, Stderr *os.File
+	// Keep spares processes on purpose; a rule that keeps the root turns
+	// a reap into a report.
+	Keep policy.KeepRules
+	// DieWithSupervisor asks the kernel to kill the lineage if the tracker's
+	// process dies before reaping it (bpf backend only).
+	DieWithSupervisor bool
+}
+
+// Spawn starts s as a new root, in a process group of its own (the
+// tracker's own group is protected, so a job sharing it could not be
+// reaped). Whatever it forks, however early, is tracked.
+func (t *Tracker) Spawn(s Spec) (*Job, error) {
+	cmd := exec.Command(s.Path, s.Command[1:]...)
+	cmd.Args[0] = s.Command[0]
+	if s.Stdin != nil {
+		cmd.Stdin = s.Stdin
+	}
+	if s.Stdout != nil {
+		cmd.Stdout = s.Stdout
+	}
+	if s.Stderr != nil {
+		cmd.Stderr = s.Stderr
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var term *supervise.Terminal
+	if s.Stdin != nil {
+		term = supervise.ForegroundTerminal(int(s.Stdin.Fd()))
+	}
+	if term != nil {
+		cmd.SysProcAttr.Foreground = true
+		cmd.SysProcAttr.Ctty = term.FD()
+	}
+	// Only the kernel can end the lineage if the tracker is killed.
+	dieWithUs := s.DieWithSupervisor && t.backend.Name() == loader.BackendBPF
+	started := time.Now()
+	// A job that exits at once stays a zombie, and so visible, until the
+	// backend has registered it.
+	release := t.children.Hold()
+	root, err := t.backend.Spawn(cmd, loader.RootOptions{DieWithSupervisor: dieWithUs})
+	release()
+	if err != nil {
+		return nil, &StartError{Code: ExitCannotRun, Err: fmt.Errorf("run %s: %w", s.Command[0], err)}
+	}
+	j := &Job{t: t, root: root, keep: s.Keep, term: term, started: started}
+	j.exit = t.children.Wait(int(root.PID))
+	j.rep = Report{Command: s.Command, Root: root, Backend: t.choice, Started: started}
+	return j, nil
+}
