@@ -141,6 +141,9 @@ func (r *Report) warnLosses(backend string) {
 	if r.Stats.EventsLost > 0 {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("%d events lost: the record has gaps; membership stayed exact", r.Stats.EventsLost))
 	}
+	if r.Stats.Undecodable > 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%d events could not be decoded (is this binary the one that loaded the tracker?): the record has gaps; membership stayed exact", r.Stats.Undecodable))
+	}
 	if r.Stats.MembersFull > 0 {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("%d processes were not tracked: the membership map was full (raise --max-members)", r.Stats.MembersFull))
 	}
