@@ -1,0 +1,292 @@
+package reap
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+)
+
+// victim is one member as the reaper follows it.
+type victim struct {
+	out Outcome
+	id  lineage.Identity
+
+	pin    Pin
+	pinned bool
+	// live: pinned, believed alive and to be ended. done: out.Result says
+	// how it ended (a Survived victim may still turn out to have ended).
+	live, done bool
+	// confirmed: /proc showed its identity alive after it was pinned.
+	confirmed bool
+	argv      []string // read from /proc, not yet confirmed
+	procArgv  bool     // out.Argv comes from /proc, not from the Source
+	comm      string   // the comm and start of stack when out.Argv was
+	stack     uint64   // confirmed: when either changes, it exec'd
+
+	stat    lineage.Stat
+	statGen uint64 // gen in which stat was read; 0: none
+
+	termed, killed bool
+	stopped        bool // a STOP from the reaper not yet followed by CONT
+	stopRound      int  // the last stop round that stopped it
+	endedAt        time.Duration
+}
+
+// list asks the Source for the members, admits those not seen before, and
+// hands each new live victim to fresh (if set) right after admitting it.
+func (r *reaper) list(fresh func(*victim)) error {
+	ms, err := r.src.Members()
+	if err != nil {
+		return fmt.Errorf("list members: %w", err)
+	}
+	r.see(ms)
+	waiting := r.pending
+	r.pending = nil
+	for _, v := range waiting {
+		r.gen++
+		if !r.admit(v) {
+			r.pending = append(r.pending, v)
+			continue
+		}
+		if v.live && fresh != nil {
+			fresh(v)
+		}
+	}
+	return nil
+}
+
+// see records the members not seen before; they wait in r.pending for
+// admission. From here on each one is in the report.
+func (r *reaper) see(ms []lineage.Member) {
+	for _, m := range ms {
+		if v, seen := r.byID[m.Identity]; seen {
+			if len(m.Argv) > 0 && !slices.Equal(m.Argv, v.out.Member.Argv) {
+				// The Source saw an exec since: it knows better.
+				v.out.Member, v.out.Argv, v.procArgv = m, m.Argv, false
+			}
+			continue
+		}
+		v := &victim{id: m.Identity, out: Outcome{Member: m, Argv: m.Argv}}
+		r.victims = append(r.victims, v)
+		r.byID[m.Identity] = v
+		r.pending = append(r.pending, v)
+	}
+}
+
+func (r *reaper) liveVictims() []*victim {
+	var out []*victim
+	for _, v := range r.victims {
+		if v.live {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// admit takes in a member seen for the first time: it pins it, reads its
+// command line, checks its identity and the protected set, and asks Keep. It
+// returns false when the member must wait for a later pass: out of file
+// descriptors for pins, with pinned members still to end.
+func (r *reaper) admit(v *victim) bool {
+	m := v.out.Member
+	if reason := r.guard.refuseIdentity(m.Identity); reason != "" {
+		r.end(v, Refused, reason)
+		return true
+	}
+	p, err := r.open(int(m.PID))
+	switch {
+	case errors.Is(err, lineage.ErrNoProcess):
+		r.end(v, Vanished, fmt.Sprintf("pid %d was free when the reaper came", m.PID))
+		return true
+	case errors.Is(err, ErrNotProcess):
+		r.end(v, Refused, fmt.Sprintf("pid %d is not a process: %v", m.PID, err))
+		return true
+	case (errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)) && r.live > 0:
+		return false
+	case err != nil:
+		r.end(v, Survived, fmt.Sprintf("pin: %v", err))
+		return true
+	}
+	v.pin, v.pinned, v.live = p, true, true
+	r.byPin[p] = v
+	r.live++
+	if len(m.Argv) == 0 {
+		// Read before the check, so that the check confirms whose it is.
+		v.argv, _ = r.proc.Argv(int(m.PID))
+		v.procArgv = true
+	}
+	if _, ok := r.check(v); !ok {
+		return true
+	}
+	if r.opts.Keep != nil {
+		km := m
+		km.Argv = v.out.Argv
+		if keep, why := r.opts.Keep(km); keep {
+			if why == "" {
+				why = "kept on request"
+			}
+			r.end(v, Kept, why)
+		}
+	}
+	return true
+}
+
+// open pins pid; when out of file descriptors it collects the exits so far,
+// frees the pins of ended victims and tries once more.
+func (r *reaper) open(pid int) (Pin, error) {
+	p, err := r.sig.Open(pid)
+	if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+		_ = r.await(0)
+		for _, v := range r.victims {
+			if v.done && v.pinned && v.out.Result != Survived {
+				r.release(v)
+			}
+		}
+		p, err = r.sig.Open(pid)
+	}
+	return p, err
+}
+
+// check is the check at the signal: it reads /proc/PID/stat (unless it was
+// read in this generation) and returns it when v is still the member, alive,
+// and not protected. Otherwise it records why and returns false.
+func (r *reaper) check(v *victim) (lineage.Stat, bool) {
+	if !v.live {
+		return lineage.Stat{}, false
+	}
+	if v.statGen != 0 && v.statGen == r.gen {
+		return v.stat, true
+	}
+	pid := int(v.id.PID)
+	st, err := r.stats.Stat(pid)
+	if err != nil {
+		if errors.Is(r.sig.Send(v.pin, 0), lineage.ErrNoProcess) {
+			r.ended(v) // gone
+		} else if errors.Is(err, lineage.ErrNoProcess) {
+			r.end(v, Refused, fmt.Sprintf("pid %d is alive but not visible in %s: its identity can't be checked", pid, r.opts.ProcRoot))
+		} else {
+			r.end(v, Survived, fmt.Sprintf("check identity: %v", err))
+		}
+		return lineage.Stat{}, false
+	}
+	if st.StartTicks != v.id.StartTicks {
+		if v.confirmed {
+			r.ended(v) // it ended, and its pid was reused
+		} else {
+			r.end(v, Vanished, fmt.Sprintf("identity mismatch: pid %d now names a process started at %d, not %d", pid, st.StartTicks, v.id.StartTicks))
+		}
+		return lineage.Stat{}, false
+	}
+	if !v.confirmed {
+		v.confirmed = true
+		if v.procArgv {
+			v.out.Argv = v.argv
+		}
+		v.argv, v.comm, v.stack = nil, st.Comm, st.StartStack
+	} else if v.procArgv && (st.Comm != v.comm || st.StartStack != v.stack) && !st.Zombie() {
+		// It ran a new program since its argv was read: read it again,
+		// and keep it if the identity still holds after the read.
+		if argv, err := r.proc.Argv(pid); err == nil {
+			if again, err := r.stats.Stat(pid); err == nil && again.StartTicks == v.id.StartTicks {
+				v.out.Argv, v.comm, v.stack, st = argv, again.Comm, again.StartStack, again
+			}
+		}
+	}
+	if st.Zombie() {
+		if st.ExitCode != 0 {
+			code := st.ExitCode
+			v.out.Status = &code
+		}
+		r.ended(v)
+		return lineage.Stat{}, false
+	}
+	if reason := r.guard.refuse(st); reason != "" {
+		r.end(v, Refused, reason)
+		return lineage.Stat{}, false
+	}
+	if r.opts.Refuse != nil {
+		if reason, refuse := r.opts.Refuse(v.out.Member, st); refuse {
+			r.end(v, Refused, reason)
+			return lineage.Stat{}, false
+		}
+	}
+	v.stat, v.statGen = st, r.gen
+	return st, true
+}
+
+// send signals v, which check has just passed.
+func (r *reaper) send(v *victim, sig syscall.Signal) bool {
+	err := r.sig.Send(v.pin, sig)
+	switch {
+	case err == nil:
+	case errors.Is(err, lineage.ErrNoProcess):
+		r.ended(v)
+		return false
+	default:
+		r.end(v, Survived, fmt.Sprintf("send %s: %v", lineage.SignalName(sig), err))
+		return false
+	}
+	v.out.Sent = append(v.out.Sent, lineage.SignalName(sig))
+	switch sig {
+	case syscall.SIGTERM:
+		v.termed = true
+	case syscall.SIGKILL:
+		v.killed = true
+	case syscall.SIGSTOP:
+		v.stopped = true
+	case syscall.SIGCONT:
+		v.stopped = false
+	}
+	return true
+}
+
+// ended records that v's process is gone, classed by what was sent to it.
+func (r *reaper) ended(v *victim) {
+	switch {
+	case v.killed:
+		v.out.Signal = "KILL"
+		r.end(v, Killed, "")
+	case v.termed:
+		v.out.Signal = "TERM"
+		r.end(v, Terminated, "")
+	case v.confirmed:
+		r.end(v, Exited, "")
+	default:
+		r.end(v, Vanished, fmt.Sprintf("pid %d had no live process with that identity when the reaper came", v.id.PID))
+	}
+}
+
+// end gives v its result; a victim already done only changes from Survived.
+func (r *reaper) end(v *victim, res Result, reason string) {
+	if v.done && v.out.Result != Survived {
+		return
+	}
+	if v.live {
+		v.live = false
+		r.live--
+	}
+	v.done = true
+	v.out.Result, v.out.Reason = res, reason
+	v.endedAt = r.now()
+	if res == Refused || res == Kept || res == Vanished {
+		r.release(v)
+	}
+}
+
+func (r *reaper) release(v *victim) {
+	if !v.pinned {
+		return
+	}
+	if v.out.Status == nil && (v.out.Result == Exited || v.out.Result == Terminated || v.out.Result == Killed) {
+		if st, ok := r.sig.Status(v.pin); ok {
+			v.out.Status = &st
+		}
+	}
+	r.sig.Release(v.pin)
+	delete(r.byPin, v.pin)
+	v.pinned = false
+}
