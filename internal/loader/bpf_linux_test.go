@@ -19,16 +19,27 @@ import (
 )
 
 // openBPF loads the tracker for one test; it skips only when BPF can't load
-// here, and fails instead under LINEAGE_REQUIRE_BPF=1.
+// here, or the kernel lacks what a forced variant needs, and fails instead
+// under LINEAGE_REQUIRE_BPF=1 where no variant loads.
 func openBPF(tb testing.TB, opts *BPFOptions) *BPF {
 	tb.Helper()
 	b, err := OpenBPF(opts)
 	if err != nil && !errors.Is(err, ErrUnavailable) {
 		tb.Fatalf("open bpf: %v", err)
 	}
+	if errors.Is(err, ErrVariantUnsupported) {
+		tb.Skipf("variant: %v", err)
+	}
 	testutil.SkipWithoutBPF(tb, err)
 	tb.Cleanup(func() { b.Close() })
 	return b
+}
+
+// eachVariant runs fn as one subtest per program variant.
+func eachVariant(t *testing.T, fn func(t *testing.T, v Variant)) {
+	for _, v := range []Variant{VariantFull, VariantCompat} {
+		t.Run(string(v), func(t *testing.T) { fn(t, v) })
+	}
 }
 
 // recorder collects the events of a backend into a tree.
@@ -141,8 +152,10 @@ func memberSet(tb testing.TB, b Backend, root lineage.Identity) map[lineage.Iden
 	return out
 }
 
-func TestSpawnedRootStartTicksMatchProc(t *testing.T) {
-	b := openBPF(t, nil)
+func TestSpawnedRootStartTicksMatchProc(t *testing.T) { eachVariant(t, testSpawnedRootStartTicksMatchProc) }
+
+func testSpawnedRootStartTicksMatchProc(t *testing.T, v Variant) {
+	b := openBPF(t, &BPFOptions{Variant: v})
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
 	rec := record(t, b)
@@ -176,8 +189,10 @@ func TestSpawnedRootStartTicksMatchProc(t *testing.T) {
 	}
 }
 
-func TestForkExecExitEvents(t *testing.T) {
-	b := openBPF(t, nil)
+func TestForkExecExitEvents(t *testing.T) { eachVariant(t, testForkExecExitEvents) }
+
+func testForkExecExitEvents(t *testing.T, v Variant) {
+	b := openBPF(t, &BPFOptions{Variant: v})
 	rec := record(t, b)
 
 	id, j := spawn(t, b, `/bin/echo one two >/dev/null; sh -c 'exit 7'; kill -TERM $$`, RootOptions{})
@@ -229,8 +244,10 @@ func TestForkExecExitEvents(t *testing.T) {
 	}
 }
 
-func TestLongArgvIsCutAndSaysSo(t *testing.T) {
-	b := openBPF(t, nil)
+func TestLongArgvIsCutAndSaysSo(t *testing.T) { eachVariant(t, testLongArgvIsCutAndSaysSo) }
+
+func testLongArgvIsCutAndSaysSo(t *testing.T, v Variant) {
+	b := openBPF(t, &BPFOptions{Variant: v})
 	rec := record(t, b)
 	long := strings.Repeat("x", 400)
 	id, j := spawn(t, b, "/bin/true "+long, RootOptions{})
@@ -256,8 +273,10 @@ func TestLongArgvIsCutAndSaysSo(t *testing.T) {
 	}
 }
 
-func TestThreadsAreNotMembersButTheirForksAre(t *testing.T) {
-	b := openBPF(t, nil)
+func TestThreadsAreNotMembersButTheirForksAre(t *testing.T) { eachVariant(t, testThreadsAreNotMembersButTheirForksAre) }
+
+func testThreadsAreNotMembersButTheirForksAre(t *testing.T, v Variant) {
+	b := openBPF(t, &BPFOptions{Variant: v})
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
 
@@ -293,8 +312,10 @@ func TestThreadsAreNotMembersButTheirForksAre(t *testing.T) {
 	}
 }
 
-func TestLeaderExitsWhileAnotherThreadRuns(t *testing.T) {
-	b := openBPF(t, nil)
+func TestLeaderExitsWhileAnotherThreadRuns(t *testing.T) { eachVariant(t, testLeaderExitsWhileAnotherThreadRuns) }
+
+func testLeaderExitsWhileAnotherThreadRuns(t *testing.T, v Variant) {
+	b := openBPF(t, &BPFOptions{Variant: v})
 	rec := record(t, b)
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
@@ -356,8 +377,10 @@ func TestLeaderExitsWhileAnotherThreadRuns(t *testing.T) {
 	testutil.KillIdentity(child, childID.StartTicks)
 }
 
-func TestFullMembershipMapIsCountedNotSilent(t *testing.T) {
-	b := openBPF(t, &BPFOptions{MaxMembers: 4})
+func TestFullMembershipMapIsCountedNotSilent(t *testing.T) { eachVariant(t, testFullMembershipMapIsCountedNotSilent) }
+
+func testFullMembershipMapIsCountedNotSilent(t *testing.T, v Variant) {
+	b := openBPF(t, &BPFOptions{MaxMembers: 4, Variant: v})
 	rec := record(t, b)
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
@@ -396,8 +419,10 @@ func TestFullMembershipMapIsCountedNotSilent(t *testing.T) {
 	})
 }
 
-func TestRingBufferLossIsCountedAndMembershipStaysExact(t *testing.T) {
-	b := openBPF(t, &BPFOptions{RingBytes: uint32(os.Getpagesize())})
+func TestRingBufferLossIsCountedAndMembershipStaysExact(t *testing.T) { eachVariant(t, testRingBufferLossIsCountedAndMembershipStaysExact) }
+
+func testRingBufferLossIsCountedAndMembershipStaysExact(t *testing.T, v Variant) {
+	b := openBPF(t, &BPFOptions{RingBytes: uint32(os.Getpagesize()), Variant: v})
 	// No reader runs: the ring fills up.
 	id, j := spawn(t, b, "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do /bin/true; done", RootOptions{})
 	if err := j.wait(); err != nil {
@@ -418,116 +443,10 @@ func TestRingBufferLossIsCountedAndMembershipStaysExact(t *testing.T) {
 	}
 }
 
-func TestContainKillsNewChildrenAtBirth(t *testing.T) {
-	b := openBPF(t, nil)
-	if !b.KernelContainment() {
-		if major, minor, ok := kernelVersion(); ok && (major > 6 || major == 6 && minor >= 13) {
-			t.Fatalf("kernel %d.%d should have bpf_task_from_pid and bpf_send_signal_task", major, minor)
-		}
-		t.Skip("kernel lacks bpf_task_from_pid/bpf_send_signal_task (6.13+)")
-	}
-	rec := record(t, b)
-	mark := testutil.Marker(t)
-	testutil.CheckNoLeaks(t, mark)
+func TestRegisterAdoptsExistingDescendants(t *testing.T) { eachVariant(t, testRegisterAdoptsExistingDescendants) }
 
-	// A job that keeps forking.
-	id, _ := spawn(t, b, fmt.Sprintf("while :; do sleep %s & sleep 0.01; done", testutil.Sleep(mark)), RootOptions{})
-	t.Cleanup(func() { killMembers(t, b, id) })
-	waitFor(t, "a few sleepers", 5*time.Second, func() bool { return len(testutil.Sleepers(mark)) >= 3 })
-
-	how, err := b.Contain(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if how != ContainKernel {
-		t.Fatalf("containment %q, want %q", how, ContainKernel)
-	}
-	waitFor(t, "contained forks", 5*time.Second, func() bool {
-		st, _ := b.Stats()
-		return st.Contained >= 3
-	})
-	// Every member the map holds now without the contained mark was born
-	// before Contain; whatever else lives later was born after and escaped.
-	before := map[uint32]bool{}
-	for mid, m := range memberSet(t, b, id) {
-		if !m.Contained {
-			before[mid.PID] = true
-		}
-	}
-	time.Sleep(100 * time.Millisecond)
-	for _, p := range testutil.Find(mark) {
-		// One born an instant ago has its SIGKILL pending: give it the
-		// moment it needs to be scheduled and die.
-		if !before[uint32(p.PID)] && !testutil.WaitGone(p.PID, p.StartTicks, 2*time.Second) {
-			t.Errorf("process %d %q was born after containment and lives", p.PID, p.Argv)
-		}
-	}
-	waitFor(t, "contained fork events", 5*time.Second, func() bool {
-		for _, ev := range rec.snapshot() {
-			if ev.Contained {
-				return true
-			}
-		}
-		return false
-	})
-}
-
-func TestLineageDiesWithItsSupervisor(t *testing.T) {
-	// Load once here to decide skip/fail the same way as the other tests.
-	openBPF(t, nil).Close()
-	mark := testutil.Marker(t)
-	testutil.CheckNoLeaks(t, mark)
-	bystander := exec.Command("sleep", testutil.Sleep(mark))
-	if err := bystander.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = bystander.Process.Kill(); _ = bystander.Wait() })
-	byStart, _, _ := testutil.StartTicks(bystander.Process.Pid)
-
-	sup := helperCmd("supervisor", testutil.Sleep(mark))
-	out, err := sup.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sup.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sup.Process.Kill(); _ = sup.Wait() })
-	var members []lineage.Identity
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		line := sc.Text()
-		var pid uint32
-		var start uint64
-		if n, _ := fmt.Sscanf(line, "member %d %d", &pid, &start); n == 2 {
-			members = append(members, lineage.Identity{PID: pid, StartTicks: start})
-			continue
-		}
-		if line == "ready" {
-			break
-		}
-		t.Fatalf("supervisor said %q", line)
-	}
-	if len(members) != supervisedSleepers {
-		t.Fatalf("%d members, want the %d sleepers", len(members), supervisedSleepers)
-	}
-	// A CI runner's hard cancel: SIGKILL, no chance to clean up.
-	if err := sup.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = sup.Wait()
-	for _, m := range members {
-		if !testutil.WaitGone(int(m.PID), m.StartTicks, 5*time.Second) {
-			t.Errorf("member %v survived its supervisor's death", m)
-		}
-	}
-	if !testutil.Alive(bystander.Process.Pid, byStart) {
-		t.Error("the bystander was killed")
-	}
-}
-
-func TestRegisterAdoptsExistingDescendants(t *testing.T) {
-	b := openBPF(t, nil)
+func testRegisterAdoptsExistingDescendants(t *testing.T, v Variant) {
+	b := openBPF(t, &BPFOptions{Variant: v})
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
 	s := testutil.Sleep(mark)
@@ -576,8 +495,10 @@ func TestRegisterAdoptsExistingDescendants(t *testing.T) {
 	}
 }
 
-func TestRegisterRefusesBadInputAndChangesNothing(t *testing.T) {
-	b := openBPF(t, nil)
+func TestRegisterRefusesBadInputAndChangesNothing(t *testing.T) { eachVariant(t, testRegisterRefusesBadInputAndChangesNothing) }
+
+func testRegisterRefusesBadInputAndChangesNothing(t *testing.T, v Variant) {
+	b := openBPF(t, &BPFOptions{Variant: v})
 	self, _, _ := testutil.StartTicks(os.Getpid())
 	cases := []struct {
 		name string
@@ -606,8 +527,10 @@ func TestRegisterRefusesBadInputAndChangesNothing(t *testing.T) {
 	}
 }
 
-func TestUnrelatedProcessesAreNotMembers(t *testing.T) {
-	b := openBPF(t, nil)
+func TestUnrelatedProcessesAreNotMembers(t *testing.T) { eachVariant(t, testUnrelatedProcessesAreNotMembers) }
+
+func testUnrelatedProcessesAreNotMembers(t *testing.T, v Variant) {
+	b := openBPF(t, &BPFOptions{Variant: v})
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
 	id, _ := spawn(t, b, "sleep "+testutil.Sleep(mark), RootOptions{})
