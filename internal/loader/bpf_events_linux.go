@@ -71,4 +71,3 @@ func (b *BPF) Run(ctx context.Context, fn func(lineage.Event)) error {
 		}
 	}
 }
-

@@ -152,7 +152,9 @@ func memberSet(tb testing.TB, b Backend, root lineage.Identity) map[lineage.Iden
 	return out
 }
 
-func TestSpawnedRootStartTicksMatchProc(t *testing.T) { eachVariant(t, testSpawnedRootStartTicksMatchProc) }
+func TestSpawnedRootStartTicksMatchProc(t *testing.T) {
+	eachVariant(t, testSpawnedRootStartTicksMatchProc)
+}
 
 func testSpawnedRootStartTicksMatchProc(t *testing.T, v Variant) {
 	b := openBPF(t, &BPFOptions{Variant: v})
@@ -273,7 +275,9 @@ func testLongArgvIsCutAndSaysSo(t *testing.T, v Variant) {
 	}
 }
 
-func TestThreadsAreNotMembersButTheirForksAre(t *testing.T) { eachVariant(t, testThreadsAreNotMembersButTheirForksAre) }
+func TestThreadsAreNotMembersButTheirForksAre(t *testing.T) {
+	eachVariant(t, testThreadsAreNotMembersButTheirForksAre)
+}
 
 func testThreadsAreNotMembersButTheirForksAre(t *testing.T, v Variant) {
 	b := openBPF(t, &BPFOptions{Variant: v})
@@ -312,7 +316,9 @@ func testThreadsAreNotMembersButTheirForksAre(t *testing.T, v Variant) {
 	}
 }
 
-func TestLeaderExitsWhileAnotherThreadRuns(t *testing.T) { eachVariant(t, testLeaderExitsWhileAnotherThreadRuns) }
+func TestLeaderExitsWhileAnotherThreadRuns(t *testing.T) {
+	eachVariant(t, testLeaderExitsWhileAnotherThreadRuns)
+}
 
 func testLeaderExitsWhileAnotherThreadRuns(t *testing.T, v Variant) {
 	b := openBPF(t, &BPFOptions{Variant: v})
@@ -377,7 +383,9 @@ func testLeaderExitsWhileAnotherThreadRuns(t *testing.T, v Variant) {
 	testutil.KillIdentity(child, childID.StartTicks)
 }
 
-func TestFullMembershipMapIsCountedNotSilent(t *testing.T) { eachVariant(t, testFullMembershipMapIsCountedNotSilent) }
+func TestFullMembershipMapIsCountedNotSilent(t *testing.T) {
+	eachVariant(t, testFullMembershipMapIsCountedNotSilent)
+}
 
 func testFullMembershipMapIsCountedNotSilent(t *testing.T, v Variant) {
 	b := openBPF(t, &BPFOptions{MaxMembers: 4, Variant: v})
@@ -419,7 +427,9 @@ func testFullMembershipMapIsCountedNotSilent(t *testing.T, v Variant) {
 	})
 }
 
-func TestRingBufferLossIsCountedAndMembershipStaysExact(t *testing.T) { eachVariant(t, testRingBufferLossIsCountedAndMembershipStaysExact) }
+func TestRingBufferLossIsCountedAndMembershipStaysExact(t *testing.T) {
+	eachVariant(t, testRingBufferLossIsCountedAndMembershipStaysExact)
+}
 
 func testRingBufferLossIsCountedAndMembershipStaysExact(t *testing.T, v Variant) {
 	b := openBPF(t, &BPFOptions{RingBytes: uint32(os.Getpagesize()), Variant: v})
@@ -443,7 +453,9 @@ func testRingBufferLossIsCountedAndMembershipStaysExact(t *testing.T, v Variant)
 	}
 }
 
-func TestRegisterAdoptsExistingDescendants(t *testing.T) { eachVariant(t, testRegisterAdoptsExistingDescendants) }
+func TestRegisterAdoptsExistingDescendants(t *testing.T) {
+	eachVariant(t, testRegisterAdoptsExistingDescendants)
+}
 
 func testRegisterAdoptsExistingDescendants(t *testing.T, v Variant) {
 	b := openBPF(t, &BPFOptions{Variant: v})
@@ -495,7 +507,9 @@ func testRegisterAdoptsExistingDescendants(t *testing.T, v Variant) {
 	}
 }
 
-func TestRegisterRefusesBadInputAndChangesNothing(t *testing.T) { eachVariant(t, testRegisterRefusesBadInputAndChangesNothing) }
+func TestRegisterRefusesBadInputAndChangesNothing(t *testing.T) {
+	eachVariant(t, testRegisterRefusesBadInputAndChangesNothing)
+}
 
 func testRegisterRefusesBadInputAndChangesNothing(t *testing.T, v Variant) {
 	b := openBPF(t, &BPFOptions{Variant: v})
@@ -527,7 +541,9 @@ func testRegisterRefusesBadInputAndChangesNothing(t *testing.T, v Variant) {
 	}
 }
 
-func TestUnrelatedProcessesAreNotMembers(t *testing.T) { eachVariant(t, testUnrelatedProcessesAreNotMembers) }
+func TestUnrelatedProcessesAreNotMembers(t *testing.T) {
+	eachVariant(t, testUnrelatedProcessesAreNotMembers)
+}
 
 func testUnrelatedProcessesAreNotMembers(t *testing.T, v Variant) {
 	b := openBPF(t, &BPFOptions{Variant: v})

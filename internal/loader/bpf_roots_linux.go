@@ -269,4 +269,3 @@ func (b *BPF) Forget(root lineage.Identity) error {
 	}
 	return it.Err()
 }
-
