@@ -85,10 +85,14 @@ func ProbeFeatures() (Features, error) {
 
 func probeFeatures(kernel *btf.Spec) Features {
 	f := Features{
-		RingBuf:   features.HaveMapType(ebpf.RingBuf),
 		Tracing:   hasTracepoints(kernel, "sched_process_fork", "sched_process_exec", "sched_process_exit"),
 		Kfuncs:    hasFuncs(kernel, "bpf_task_from_pid", "bpf_task_release", "bpf_send_signal_task"),
 		GroupDead: exitHasGroupDead(kernel),
+	}
+	// Only ErrNotSupported is conclusive; an EPERM says nothing about the
+	// kernel, and the load itself will tell.
+	if err := features.HaveMapType(ebpf.RingBuf); errors.Is(err, ebpf.ErrNotSupported) {
+		f.RingBuf = err
 	}
 	// bpf_loop and bpf_for_each_map_elem are base helpers, the same for
 	// every program type; the library probes them on kprobes.
