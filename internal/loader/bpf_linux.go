@@ -36,8 +36,10 @@ type BPFOptions struct {
 	// ProcRoot is where /proc is mounted (default "/proc").
 	ProcRoot string
 	// Variant forces a build of the program (tests run each on one
-	// kernel); VariantAuto, the default, lets the kernel's features pick.
-	// A forced variant the kernel lacks a feature for fails to open.
+	// kernel); VariantAuto, the default, takes $LINEAGE_BPF_VARIANT
+	// (VariantEnv) when it is set, and otherwise lets the kernel's
+	// features pick. A forced variant the kernel lacks a feature for fails
+	// to open, wrapping ErrVariantUnsupported.
 	Variant Variant
 }
 
@@ -98,7 +100,11 @@ func OpenBPF(opts *BPFOptions) (*BPF, error) {
 	if o.MaxMembers < 2 || o.MaxRoots < 1 {
 		return nil, fmt.Errorf("bpf backend: max members must be at least 2 and max roots at least 1")
 	}
-	if _, err := ParseVariant(string(o.Variant)); err != nil {
+	var err error
+	if o.Variant == VariantAuto {
+		o.Variant = Variant(os.Getenv(VariantEnv))
+	}
+	if o.Variant, err = ParseVariant(string(o.Variant)); err != nil {
 		return nil, err
 	}
 	proc, err := lineage.OpenProcFS(o.ProcRoot)

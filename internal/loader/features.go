@@ -26,6 +26,11 @@ const (
 	VariantCompat Variant = "compat"
 )
 
+// VariantEnv is the environment variable that forces a variant wherever
+// BPFOptions leave it to auto: the escape suite and the benchmarks run each
+// variant on one kernel with it, through the lineage binary.
+const VariantEnv = "LINEAGE_BPF_VARIANT"
+
 // ErrVariantUnsupported is wrapped, beside ErrUnavailable, when a forced
 // variant needs a kernel feature this kernel lacks.
 var ErrVariantUnsupported = errors.New("variant unsupported")
