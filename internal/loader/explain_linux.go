@@ -15,6 +15,9 @@ import (
 // program, the pre-check that explains a permission error, or the missing
 // kernel feature.
 func explainLoadError(v Variant, host Host, err error) error {
+	if v == VariantAuto {
+		v = "tracker"
+	}
 	var verr *ebpf.VerifierError
 	switch {
 	case errors.As(err, &verr):
