@@ -12,23 +12,35 @@
  * The members map is the source of truth. Events are a record for people and
  * may be lost when the ring buffer is full; that loss is counted, and
  * membership stays exact regardless.
+ *
+ * The file builds twice (internal/loader/gen.go), and the loader probes the
+ * kernel for the build it accepts. Membership, events and counters are the
+ * same in both; what differs is whom the program may kill:
+ *
+ *   lineage         needs the kfuncs bpf_task_from_pid and bpf_send_signal_task
+ *                   (6.13+) and the callbacks of bpf_loop (5.17+) and
+ *                   bpf_for_each_map_elem (5.13+): containment kills a reaping
+ *                   member's new child at birth, and, where the exit hook may
+ *                   signal, a lineage dies with its supervisor.
+ *   lineage_compat  -DLINEAGE_COMPAT: helpers of 5.8, no callback, no kfunc (a
+ *                   5.10 verifier sees callbacks in the BTF but not as
+ *                   subprograms, and refuses the object): containment kills
+ *                   the forking member, and nothing dies with the supervisor.
  */
 #include "core.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "lineage.h"
 
-#ifndef bpf_ksym_exists
-/* libbpf >= 1.2 defines it; Debian 12 ships 1.1. */
-#define bpf_ksym_exists(sym) (!!(sym))
-#endif
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Set by the loader before load. */
-const volatile __u32 supervisor_tgid = 0;       /* the process that loaded us */
-const volatile bool exit_has_group_dead = false; /* sched_process_exit(p, group_dead): 6.16+ */
-const volatile __u32 wakeup_bytes = 0;          /* wake the reader past this fill level */
+/* Set by the loader before load. The compat build reads only wakeup_bytes;
+ * both declare all, so that one Go type holds either. */
+const volatile __u32 supervisor_tgid = 0;         /* the process that loaded us */
+const volatile bool exit_has_group_dead = false;  /* sched_process_exit(p, group_dead): 6.16+ */
+const volatile bool kill_with_supervisor = false; /* the exit hook may signal others: 6.16+ */
+const volatile __u32 wakeup_bytes = 0;            /* wake the reader past this fill level */
 
 /*
  * Spawning a root without a gap: the supervisor arms one of its threads, and
@@ -65,12 +77,6 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
-/* Kernel 6.13+. Weak: on older kernels the loader leaves them out and
- * containment falls back to signalling the forking task itself. */
-extern struct task_struct *bpf_task_from_pid(__s32 pid) __ksym __weak;
-extern void bpf_task_release(struct task_struct *p) __ksym __weak;
-extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type, __u64 value) __ksym __weak;
-
 static __always_inline void count(enum stat stat)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &stat);
@@ -84,25 +90,29 @@ static __always_inline __u64 start_ticks(struct task_struct *task)
 	return task->group_leader->start_boottime / NSEC_PER_USER_TICK;
 }
 
-static __always_inline struct event *reserve(__u32 kind, __u32 pid, __u64 start)
+/*
+ * A new event about member m (pid), its header filled in; the caller adds
+ * what its kind carries and submits it. The header is cleared in one go; of
+ * the strings only the first byte is: clearing them whole would cost more
+ * than the rest of the hook.
+ */
+static __always_inline struct event *reserve(enum event_kind kind, __u32 pid, const struct member *m)
 {
 	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+
 	if (!e) {
 		count(STAT_EVENTS_LOST);
 		return 0;
 	}
+	__builtin_memset(e, 0, offsetof(struct event, comm));
 	e->time_ns = bpf_ktime_get_boot_ns();
 	e->kind = kind;
 	e->pid = pid;
-	e->start = start;
-	e->parent_start = 0;
-	e->root_start = 0;
-	e->parent_pid = 0;
-	e->root_pid = 0;
-	e->exit_status = 0;
-	e->flags = 0;
-	e->args_size = 0;
-	e->_pad = 0;
+	e->start = m->start;
+	e->parent_pid = m->parent_pid;
+	e->parent_start = m->parent_start;
+	e->root_pid = m->root_pid;
+	e->root_start = m->root_start;
 	e->filename[0] = 0;
 	e->args[0] = 0;
 	return e;
@@ -118,7 +128,40 @@ static __always_inline void submit(struct event *e)
 	bpf_ringbuf_submit(e, flags);
 }
 
+static __always_inline void emit_fork(struct task_struct *child, __u32 pid, const struct member *m,
+				      enum event_flag flags)
+{
+	struct event *e = reserve(EVENT_FORK, pid, m);
+
+	if (!e)
+		return;
+	e->flags = flags;
+	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), child->comm);
+	submit(e);
+}
+
 #define EBUSY 16
+
+/*
+ * SIGKILL the current task, the forking member. Tracepoints run with
+ * preemption disabled, so the kernel defers the signal to a per-CPU irq_work
+ * that holds one signal at a time and answers -EBUSY until that has run:
+ * retry, boundedly.
+ */
+static __always_inline int kill_current(void)
+{
+	int err = -EBUSY;
+
+	for (int i = 0; i < 4096 && err == -EBUSY; i++)
+		err = bpf_send_signal(SIGKILL);
+	return err;
+}
+
+#ifndef LINEAGE_COMPAT
+extern struct task_struct *bpf_task_from_pid(__s32 pid) __ksym;
+extern void bpf_task_release(struct task_struct *p) __ksym;
+extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type, __u64 value) __ksym;
+
 /* How long kills may wait for the CPU's signal slot: per contained child,
  * and in all when the supervisor dies. */
 #define KILL_PATIENCE_NS (10ULL * 1000 * 1000)
@@ -152,30 +195,39 @@ static long try_kill(__u32 i, struct kill_ctx *k)
 }
 
 /*
- * SIGKILL the process pid if it is still the one that started at start.
- *
- * Tracepoints run with preemption disabled, so the kernel defers the signal
- * to a per-CPU irq_work that holds one signal at a time, and answers -EBUSY
- * until that has run, on a self-interrupt. Retry until then, up to
- * deadline_ns, so that a run of kills (a lineage whose supervisor died, a
- * fork storm being contained) loses none.
+ * SIGKILL the process pid if it is still the one that started at start,
+ * retrying on -EBUSY (see kill_current) until deadline_ns, so that a run of
+ * kills (a lineage whose supervisor died, a fork storm being contained)
+ * loses none.
  */
 static __always_inline int kill_identity(__u32 pid, __u64 start, __u64 deadline_ns)
 {
 	struct kill_ctx k = {.pid = pid, .start = start, .deadline_ns = deadline_ns, .err = -1};
 
-	if (!bpf_ksym_exists(bpf_task_from_pid) || !bpf_ksym_exists(bpf_send_signal_task) ||
-	    !bpf_ksym_exists(bpf_task_release))
-		return -1;
 	bpf_loop(1 << 20, try_kill, &k, 0);
 	return k.err;
 }
+
+/* As cgroup.kill does: a reaping lineage can't outgrow the reaper. Kill the
+ * new child at birth; if that fails, the forker. */
+static __always_inline int contain(__u32 pid, __u64 start)
+{
+	if (kill_identity(pid, start, bpf_ktime_get_ns() + KILL_PATIENCE_NS) == 0)
+		return 0;
+	return kill_current();
+}
+#else
+/* No kfuncs: the only task the program may signal is the forker itself. */
+static __always_inline int contain(__u32 pid, __u64 start)
+{
+	return kill_current();
+}
+#endif /* LINEAGE_COMPAT */
 
 static __always_inline int spawn_root(struct task_struct *parent, struct task_struct *child, __u32 pid)
 {
 	struct member m = {};
 	struct root r = {};
-	struct event *e;
 	enum event_flag flags = EVENT_F_ROOT;
 
 	m.start = child->start_boottime / NSEC_PER_USER_TICK;
@@ -193,16 +245,7 @@ static __always_inline int spawn_root(struct task_struct *parent, struct task_st
 	} else {
 		count(STAT_FORKS);
 	}
-	e = reserve(EVENT_FORK, pid, m.start);
-	if (!e)
-		return 0;
-	e->parent_pid = m.parent_pid;
-	e->parent_start = m.parent_start;
-	e->root_pid = pid;
-	e->root_start = m.start;
-	e->flags = flags;
-	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), child->comm);
-	submit(e);
+	emit_fork(child, pid, &m, flags);
 	return 0;
 }
 
@@ -213,7 +256,6 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	__u32 forker = parent->tgid;
 	struct member *pm, m = {};
 	struct root *r;
-	struct event *e;
 	enum event_flag flags = 0;
 
 	if (pid != (__u32)child->tgid)
@@ -252,31 +294,12 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	}
 
 	if (flags & EVENT_F_CONTAINED) {
-		/* As cgroup.kill does: a reaping lineage can't outgrow the reaper. */
-		if (kill_identity(pid, m.start, bpf_ktime_get_ns() + KILL_PATIENCE_NS) == 0) {
+		if (contain(pid, m.start) == 0)
 			count(STAT_CONTAINED);
-		} else {
-			/* No kfuncs: the only task we may signal is the forker itself. */
-			int err = -EBUSY;
-			for (int i = 0; i < 4096 && err == -EBUSY; i++)
-				err = bpf_send_signal(SIGKILL);
-			if (err == 0)
-				count(STAT_CONTAINED);
-			else
-				count(STAT_SIGNAL_FAILED);
-		}
+		else
+			count(STAT_SIGNAL_FAILED);
 	}
-
-	e = reserve(EVENT_FORK, pid, m.start);
-	if (!e)
-		return 0;
-	e->parent_pid = forker;
-	e->parent_start = m.parent_start;
-	e->root_pid = m.root_pid;
-	e->root_start = m.root_start;
-	e->flags = flags;
-	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), child->comm);
-	submit(e);
+	emit_fork(child, pid, &m, flags);
 	return 0;
 }
 
@@ -295,13 +318,9 @@ int BPF_PROG(handle_exec, struct task_struct *p, int old_pid, struct linux_binpr
 		return 0;
 	count(STAT_EXECS);
 
-	e = reserve(EVENT_EXEC, tgid, m->start);
+	e = reserve(EVENT_EXEC, tgid, m);
 	if (!e)
 		return 0;
-	e->parent_pid = m->parent_pid;
-	e->parent_start = m->parent_start;
-	e->root_pid = m->root_pid;
-	e->root_start = m->root_start;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), bprm->filename);
 
@@ -318,6 +337,7 @@ int BPF_PROG(handle_exec, struct task_struct *p, int old_pid, struct linux_binpr
 	return 0;
 }
 
+#ifndef LINEAGE_COMPAT
 struct supervisor_ctx {
 	__u64 deadline_ns;
 };
@@ -357,63 +377,71 @@ static __always_inline void supervisor_died(void)
 	bpf_for_each_map_elem(&roots, mark_orphaned_root, &c, 0);
 	bpf_for_each_map_elem(&members, kill_orphaned_member, &c, 0);
 }
+#endif /* LINEAGE_COMPAT */
+
+/*
+ * Whether the exiting task p is the last of its thread group: not when the
+ * leader thread alone exits, for the last thread out may be another. Before
+ * 6.16 the tracepoint has no group_dead, and live reaches 0 in the last
+ * thread before the hook runs.
+ */
+static __always_inline bool group_dead(__u64 *ctx, struct task_struct *p)
+{
+#ifndef LINEAGE_COMPAT
+	if (exit_has_group_dead)
+		return (bool)ctx[1];
+#endif
+	return p->signal->live.counter == 0;
+}
+
+/* The wait(2) status word the process ends with. */
+static __always_inline int exit_status(struct task_struct *p)
+{
+	struct signal_struct *sig = p->signal;
+
+	if (sig->flags & SIGNAL_GROUP_EXIT)
+		return sig->group_exit_code;
+	return p->exit_code;
+}
 
 SEC("tp_btf/sched_process_exit")
 int handle_exit(__u64 *ctx)
 {
 	struct task_struct *p = (struct task_struct *)ctx[0];
-	struct signal_struct *sig;
-	struct member *m;
+	struct member *entry, m;
 	struct event *e;
 	__u32 tgid;
-	__u64 start;
-	bool group_dead;
-	int status;
 
-	if (exit_has_group_dead)
-		group_dead = (bool)ctx[1];
-	else
-		group_dead = p->signal->live.counter == 0;
-	if (!group_dead)
+	if (!group_dead(ctx, p))
 		return 0; /* a thread, or a leader whose other threads run on */
 
 	tgid = p->tgid;
-	if (supervisor_tgid && tgid == supervisor_tgid)
+#ifndef LINEAGE_COMPAT
+	if (kill_with_supervisor && supervisor_tgid && tgid == supervisor_tgid)
 		supervisor_died();
+#endif
 
-	m = bpf_map_lookup_elem(&members, &tgid);
-	if (!m)
+	entry = bpf_map_lookup_elem(&members, &tgid);
+	if (!entry)
 		return 0;
-	start = start_ticks(p);
-	if (m->start != start) {
+	if (entry->start != start_ticks(p)) {
 		bpf_map_delete_elem(&members, &tgid);
 		count(STAT_STALE);
 		return 0;
 	}
-
-	sig = p->signal;
-	if (sig->flags & SIGNAL_GROUP_EXIT)
-		status = sig->group_exit_code;
-	else
-		status = p->exit_code;
-
-	e = reserve(EVENT_EXIT, tgid, start);
-	if (e) {
-		e->parent_pid = m->parent_pid;
-		e->parent_start = m->parent_start;
-		e->root_pid = m->root_pid;
-		e->root_start = m->root_start;
-		e->exit_status = status;
-		bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), p->comm);
-	}
-	/* Delete only once: with the fallback test two exiting threads can both
+	/* Copied first: once deleted, the entry may be reused by another CPU. */
+	m = *entry;
+	/* Delete only once: with the pre-6.16 test two exiting threads can both
 	 * see live == 0, and only the first is the process's exit. */
-	if (bpf_map_delete_elem(&members, &tgid) == 0) {
-		count(STAT_EXITS);
-		if (e)
-			submit(e);
-	} else if (e) {
-		bpf_ringbuf_discard(e, BPF_RB_NO_WAKEUP);
-	}
+	if (bpf_map_delete_elem(&members, &tgid))
+		return 0;
+	count(STAT_EXITS);
+
+	e = reserve(EVENT_EXIT, tgid, &m);
+	if (!e)
+		return 0;
+	e->exit_status = exit_status(p);
+	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), p->comm);
+	submit(e);
 	return 0;
 }

@@ -26,12 +26,14 @@ func newCmdDoctor(s streams, runF func(*doctorOptions) error) *cobra.Command {
 		Use:   "doctor",
 		Short: "Check what this machine allows, and which backend lineage will use",
 		Long: `doctor checks what this machine allows lineage to do and says, in plain words,
-what will work, what won't and why: the kernel version (5.8 for the BPF ring
-buffer and tp_btf, 6.13 for in-kernel containment and die-with-supervisor,
-6.16 for group_dead on exit), BTF, privileges and capabilities, kernel
-lockdown, BPF-LSM, bpffs and tracefs, pidfd, child subreaper, cgroup v2,
-whether /proc shows the kernel's global pids, and finally whether the BPF
-tracker really loads (it is attached for a moment and closed again).
+what will work, what won't and why. It reads the bpf backend's own pre-checks
+and probes (the BPF ring buffer and tracepoints, BTF, privileges and
+capabilities, kernel lockdown, whether /proc shows the kernel's global pids),
+looks at BPF-LSM, bpffs and tracefs, pidfd, child subreaper and cgroup v2,
+then loads the BPF tracker for real (attached for a moment and closed again)
+and says, feature by feature, what this kernel gives: which program variant
+loads (exact tracking), how a reap is contained, whether a lineage dies with
+a SIGKILLed lineage (hard cancel), and how exec argv is recorded.
 
 It prints a table (check, status, detail) and a verdict line: "backend: bpf
 available", or "backend: proc fallback, because ...". With --json it prints

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/lineage-dev/lineage/internal/doctor"
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -55,7 +58,7 @@ func TestNewCmdDoctor(t *testing.T) {
 			if got.out != &stdout {
 				t.Error("output does not go to the command's stdout")
 			}
-			if got.system.OpenBPF == nil || got.system.Release == nil || got.system.Root != "/" {
+			if got.system.OpenBPF == nil || got.system.Host == nil || got.system.Features == nil || got.system.Root != "/" {
 				t.Error("the system examined is not this machine")
 			}
 		})
@@ -76,17 +79,23 @@ func TestDoctorHelpDocumentsExitStatus(t *testing.T) {
 	}
 }
 
-// fakeSystem is a machine that lineage knows nothing about (an empty file
-// tree) but whose syscalls succeed, and whose BPF load gives loadErr.
+// fakeSystem is a machine whose pre-checks find no BTF (an empty file tree
+// for the rest) but whose syscalls succeed, and whose BPF load gives loadErr.
 func fakeSystem(t *testing.T, loadErr error) doctor.System {
 	return doctor.System{
-		Root:          t.TempDir(),
-		Release:       func() (string, error) { return "6.18.0", nil },
-		Euid:          func() int { return 0 },
-		EffectiveCaps: func() (uint64, error) { return 1<<41 - 1, nil },
-		PidfdOpen:     func() error { return nil },
-		Subreaper:     func() error { return nil },
-		OpenBPF:       func() error { return loadErr },
+		Root: t.TempDir(),
+		Host: func() loader.Host {
+			return loader.Host{Release: "6.18.0", BTF: os.ErrNotExist, Caps: 1<<41 - 1, PIDNamespace: "pid:[4026531836]"}
+		},
+		Features:  func() (loader.Features, error) { return loader.Features{}, nil },
+		PidfdOpen: func() error { return nil },
+		Subreaper: func() error { return nil },
+		OpenBPF: func() (loader.Loaded, error) {
+			if loadErr != nil {
+				return loader.Loaded{}, loadErr
+			}
+			return loader.Loaded{Variant: loader.VariantFull, Containment: lineage.ContainKernel, HardCancel: loader.HardCancelKernel}, nil
+		},
 	}
 }
 

@@ -1,10 +1,11 @@
 package doctor
 
 import (
-	"fmt"
+	"errors"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/lineage-dev/lineage/internal/loader"
 )
 
 // Status says how a check came out.
@@ -26,8 +27,6 @@ const (
 // The names of the checks, in the order a Report lists them.
 const (
 	CheckKernel       = "kernel"
-	CheckKfuncs       = "kernel 6.13 kfuncs"
-	CheckGroupDead    = "kernel 6.16 group_dead"
 	CheckBTF          = "btf"
 	CheckPrivileges   = "privileges"
 	CheckLockdown     = "lockdown"
@@ -39,6 +38,10 @@ const (
 	CheckCgroup2      = "cgroup v2"
 	CheckPIDNamespace = "pid namespace"
 	CheckBPFLoad      = "bpf load"
+	CheckTracking     = "exact tracking"
+	CheckContainment  = "containment"
+	CheckHardCancel   = "hard cancel"
+	CheckExecArgv     = "exec argv"
 )
 
 // Check is the outcome of one check.
@@ -81,110 +84,66 @@ func (r Report) Check(name string) (Check, bool) {
 	return Check{}, false
 }
 
-// System is what doctor examines: the directory that /proc and /sys are read
-// under, and the system calls it makes, as functions. [Host] returns the real
-// machine's. A nil function makes its check report that it was not checked
-// (and, for OpenBPF, that BPF is not available).
+// System is what doctor examines: the loader's own pre-checks and probes,
+// the directory doctor's other files are read under, and the few system
+// calls it makes, as functions. [Host] returns the real machine's. A nil
+// function makes its checks report that they were not checked (and, for
+// OpenBPF, that BPF is not available).
 type System struct {
-	// Root is the directory /proc and /sys are read under; "" means "/".
+	// Root is the directory /proc and /sys are read under for what the
+	// loader does not probe (mounts, LSMs); "" means "/".
 	Root string
-	// Release returns the kernel release, as uname -r prints it.
-	Release func() (string, error)
-	// Euid returns the effective user id.
-	Euid func() int
-	// EffectiveCaps returns the effective capability set (capget(2)), bit
-	// n set for capability number n.
-	EffectiveCaps func() (uint64, error)
+	// Host returns the loader's pre-checks (loader.ProbeHost).
+	Host func() loader.Host
+	// Features returns the loader's probes of the kernel's BPF features
+	// (loader.ProbeFeatures).
+	Features func() (loader.Features, error)
 	// PidfdOpen opens a pidfd on the calling process and closes it.
 	PidfdOpen func() error
 	// Subreaper makes the calling process a child subreaper and leaves its
 	// setting as it was.
 	Subreaper func() error
-	// OpenBPF loads and attaches lineage's BPF tracker, then closes it.
-	OpenBPF func() error
-}
-
-// Capability numbers, as in linux/capability.h.
-const (
-	capSysAdmin    = 21
-	capSysResource = 24
-	capPerfmon     = 38
-	capBPF         = 39
-)
-
-// initPIDNamespaceInode is the inode number of the initial PID namespace
-// (PROC_PID_INIT_INO in include/linux/proc_ns.h), the same on every kernel
-// since 3.8.
-const initPIDNamespaceInode = 0xEFFFFFFC
-
-// Kernel versions that change what the bpf backend can do.
-var (
-	// kernelBaseline: BPF ring buffer and tp_btf with typed task arguments.
-	kernelBaseline = version{5, 8}
-	// kernelMemcg: BPF memory is charged to the cgroup, so the memlock
-	// rlimit (and CAP_SYS_RESOURCE to lift it) no longer matters.
-	kernelMemcg = version{5, 11}
-	// kernelKfuncs: bpf_task_from_pid and bpf_send_signal_task.
-	kernelKfuncs = version{6, 13}
-	// kernelGroupDead: sched_process_exit passes group_dead.
-	kernelGroupDead = version{6, 16}
-)
-
-type version struct{ major, minor int }
-
-func (v version) less(w version) bool {
-	return v.major < w.major || v.major == w.major && v.minor < w.minor
-}
-
-func (v version) String() string { return fmt.Sprintf("%d.%d", v.major, v.minor) }
-
-// parseRelease reads the major and minor version from a kernel release
-// such as "6.18.44-fc-v782".
-func parseRelease(release string) (version, bool) {
-	parts := strings.SplitN(release, ".", 3)
-	if len(parts) < 2 {
-		return version{}, false
-	}
-	minor := parts[1]
-	if i := strings.IndexFunc(minor, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
-		minor = minor[:i]
-	}
-	a, err1 := strconv.Atoi(parts[0])
-	b, err2 := strconv.Atoi(minor)
-	if err1 != nil || err2 != nil {
-		return version{}, false
-	}
-	return version{a, b}, true
+	// OpenBPF loads and attaches lineage's BPF tracker, says what loaded,
+	// then closes it.
+	OpenBPF func() (loader.Loaded, error)
 }
 
 // run holds what several checks share.
 type run struct {
-	sys     System
-	release string
-	kernel  version
-	known   bool // kernel is known
-	mounts  []mount
-	mntErr  error
+	sys      System
+	host     *loader.Host
+	features *loader.Features
+	featErr  error
+	loaded   *loader.Loaded
+	loadErr  error
+	mounts   []mount
+	mntErr   error
 }
 
 // Run makes every check against sys and returns the report. It always
 // returns a full report: what can't be read becomes a check's detail.
 func Run(sys System) Report {
 	r := &run{sys: sys}
-	if sys.Release != nil {
-		if rel, err := sys.Release(); err == nil {
-			r.release = rel
-			r.kernel, r.known = parseRelease(rel)
+	if sys.Host != nil {
+		h := sys.Host()
+		r.host = &h
+	}
+	if sys.Features != nil {
+		f, err := sys.Features()
+		r.features, r.featErr = &f, err
+	}
+	r.loadErr = errors.New("loading the tracker was not tried")
+	if sys.OpenBPF != nil {
+		if l, err := sys.OpenBPF(); err == nil {
+			r.loaded, r.loadErr = &l, nil
 		} else {
-			r.release = "unknown (" + err.Error() + ")"
+			r.loadErr = err
 		}
 	}
 	r.mounts, r.mntErr = readMountinfo(r.path("proc/self/mountinfo"))
 
 	checks := []Check{
 		r.checkKernel(),
-		r.checkKfuncs(),
-		r.checkGroupDead(),
 		r.checkBTF(),
 		r.checkPrivileges(),
 		r.checkLockdown(),
@@ -196,6 +155,10 @@ func Run(sys System) Report {
 		r.checkCgroup2(),
 		r.checkPIDNamespace(),
 		r.checkBPFLoad(),
+		r.checkTracking(),
+		r.checkContainment(),
+		r.checkHardCancel(),
+		r.checkExecArgv(),
 	}
 	return verdict(checks)
 }

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 )
 
@@ -27,29 +28,46 @@ const fullMountinfo = `21 26 0:20 / /proc rw,relatime - proc proc rw
 33 22 0:12 / /sys/kernel/tracing rw,nosuid,nodev,noexec,relatime shared:7 - tracefs tracefs rw
 `
 
-// fakeMachine returns a System on which everything is allowed: a file tree
-// under a temporary root like a 6.18 machine's with BTF, lockdown integrity,
-// the listed mounts and the initial PID namespace; root with every
-// capability; and system calls that succeed.
+// fakeMachine returns a System on which everything is allowed: the
+// loader's pre-checks of a 6.18 machine (BTF, root with every capability,
+// lockdown integrity, the initial PID namespace), its probes (every
+// feature), the full program loading, a file tree under a temporary root
+// with the listed mounts, and system calls that succeed.
 func fakeMachine(tb testing.TB) System {
 	tb.Helper()
 	root := tb.TempDir()
-	write(tb, root, "sys/kernel/btf/vmlinux", "BTF")
-	write(tb, root, "sys/kernel/security/lockdown", "none [integrity] confidentiality\n")
 	write(tb, root, "sys/kernel/security/lsm", "capability,landlock,lockdown,yama,bpf")
 	write(tb, root, "proc/self/mountinfo", fullMountinfo)
-	write(tb, root, "proc/self/status", "Name:\tlineage\nPid:\t4242\nNSpid:\t4242\n")
-	write(tb, root, "proc/cmdline", "console=ttyS0 quiet\n")
-	nsLink(tb, root, "pid:[4026531836]")
 	return System{
-		Root:          root,
-		Release:       func() (string, error) { return "6.18.44-generic", nil },
-		Euid:          func() int { return 0 },
-		EffectiveCaps: func() (uint64, error) { return allCaps, nil },
-		PidfdOpen:     func() error { return nil },
-		Subreaper:     func() error { return nil },
-		OpenBPF:       func() error { return nil },
+		Root:      root,
+		Host:      func() loader.Host { return fullHost },
+		Features:  func() (loader.Features, error) { return fullFeatures, nil },
+		PidfdOpen: func() error { return nil },
+		Subreaper: func() error { return nil },
+		OpenBPF:   func() (loader.Loaded, error) { return fullLoad, nil },
 	}
+}
+
+var (
+	fullHost = loader.Host{
+		Release:      "6.18.44-generic",
+		Caps:         allCaps,
+		Lockdown:     loader.LockdownIntegrity,
+		LockdownFrom: loader.LockdownFromSecurityfs,
+		PIDNamespace: "pid:[4026531836]",
+		NSpid:        []string{"4242"},
+	}
+	fullFeatures = loader.Features{Kfuncs: true, Loop: true, ForEach: true, GroupDead: true}
+	fullLoad     = loader.Loaded{Variant: loader.VariantFull, Containment: lineage.ContainKernel, HardCancel: loader.HardCancelKernel, GroupDead: true}
+	// compatLoad is what a 5.10 or 6.1 kernel loads.
+	compatLoad = loader.Loaded{Variant: loader.VariantCompat, Containment: lineage.ContainKernelForker, HardCancel: loader.HardCancelNone}
+)
+
+// host changes the fake machine's pre-checks.
+func host(sys *System, change func(*loader.Host)) {
+	h := fullHost
+	change(&h)
+	sys.Host = func() loader.Host { return h }
 }
 
 func write(tb testing.TB, root, rel, content string) {
@@ -70,23 +88,11 @@ func remove(tb testing.TB, root, rel string) {
 	}
 }
 
-// nsLink makes proc/self/ns/pid a symbolic link whose text is link, as the
-// kernel's is.
-func nsLink(tb testing.TB, root, link string) {
-	tb.Helper()
-	name := filepath.Join(root, "proc/self/ns/pid")
-	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-		tb.Fatal(err)
-	}
-	os.Remove(name)
-	if err := os.Symlink(link, name); err != nil {
-		tb.Fatal(err)
-	}
-}
-
 // unavailable is what the loader's errors look like when BPF can't load.
-func unavailable(why string) func() error {
-	return func() error { return fmt.Errorf("%w: %s", loader.ErrUnavailable, why) }
+func unavailable(why string) func() (loader.Loaded, error) {
+	return func() (loader.Loaded, error) {
+		return loader.Loaded{}, fmt.Errorf("%w: %s", loader.ErrUnavailable, why)
+	}
 }
 
 func TestFakeMachineAllOK(t *testing.T) {
@@ -94,8 +100,9 @@ func TestFakeMachineAllOK(t *testing.T) {
 	if !rep.BPFAvailable || rep.Backend != "bpf" || rep.Reason != "" || rep.Verdict != "backend: bpf available" {
 		t.Errorf("verdict: available=%v backend=%q reason=%q verdict=%q", rep.BPFAvailable, rep.Backend, rep.Reason, rep.Verdict)
 	}
-	want := []string{CheckKernel, CheckKfuncs, CheckGroupDead, CheckBTF, CheckPrivileges, CheckLockdown,
-		CheckBPFLSM, CheckBPFFS, CheckTracefs, CheckPidfd, CheckSubreaper, CheckCgroup2, CheckPIDNamespace, CheckBPFLoad}
+	want := []string{CheckKernel, CheckBTF, CheckPrivileges, CheckLockdown, CheckBPFLSM, CheckBPFFS, CheckTracefs,
+		CheckPidfd, CheckSubreaper, CheckCgroup2, CheckPIDNamespace, CheckBPFLoad, CheckTracking, CheckContainment,
+		CheckHardCancel, CheckExecArgv}
 	if len(rep.Checks) != len(want) {
 		t.Fatalf("got %d checks, want %d", len(rep.Checks), len(want))
 	}
@@ -131,46 +138,87 @@ func TestRefusals(t *testing.T) {
 		why []string
 	}{
 		{
-			name: "old kernel",
+			name: "no ring buffer",
 			change: func(tb testing.TB, sys *System) {
-				sys.Release = func() (string, error) { return "5.4.0-150-generic", nil }
-				sys.OpenBPF = unavailable("kernel 5.4 is too old: the bpf backend needs 5.8 or later")
+				sys.Features = func() (loader.Features, error) {
+					return loader.Features{RingBuf: fmt.Errorf("ring buffer: %w", errors.ErrUnsupported)}, nil
+				}
+				sys.OpenBPF = unavailable("the kernel has no BPF ring buffer (Linux 5.8+)")
 			},
 			check: CheckKernel, status: Fail,
-			detail: []string{"5.4.0-150-generic is older than 5.8", "ring buffer", "tp_btf"},
-			why:    []string{"kernel 5.4.0-150-generic is older than 5.8"},
+			detail: []string{"6.18.44-generic: the kernel has no BPF ring buffer (Linux 5.8+)"},
+			why:    []string{"the kernel has no BPF ring buffer"},
 		},
 		{
-			name: "kernel without kfuncs",
+			name: "features can't be probed",
 			change: func(tb testing.TB, sys *System) {
-				sys.Release = func() (string, error) { return "6.6.30", nil }
-			},
-			check: CheckKfuncs, status: Warn,
-			detail: []string{"before 6.13", "bpf_task_from_pid", "bpf_send_signal_task", "killing the forking member", "supervisor"},
-			bpf:    true,
-		},
-		{
-			name: "kernel without group_dead",
-			change: func(tb testing.TB, sys *System) {
-				sys.Release = func() (string, error) { return "6.14.0", nil }
-			},
-			check: CheckGroupDead, status: Info,
-			detail: []string{"before 6.16", "signal->live"},
-			bpf:    true,
-		},
-		{
-			name: "unknown kernel release",
-			change: func(tb testing.TB, sys *System) {
-				sys.Release = func() (string, error) { return "", errors.New("uname: operation not permitted") }
+				sys.Features = func() (loader.Features, error) { return loader.Features{}, errors.New("load kernel btf: nope") }
 			},
 			check: CheckKernel, status: Warn,
-			detail: []string{"can't tell the kernel version", "operation not permitted"},
+			detail: []string{"can't probe its BPF features", "nope", "the bpf load below is the answer"},
 			bpf:    true,
+		},
+		{
+			name: "a 5.10 or 6.1 kernel: the compat program",
+			change: func(tb testing.TB, sys *System) {
+				sys.Features = func() (loader.Features, error) { return loader.Features{}, nil }
+				sys.OpenBPF = func() (loader.Loaded, error) { return compatLoad, nil }
+			},
+			check: CheckTracking, status: OK,
+			detail: []string{"compat program", "exactly as with the full program", "needs the kfuncs", "live count"},
+			bpf:    true,
+		},
+		{
+			name: "the compat program contains by killing the forker",
+			change: func(tb testing.TB, sys *System) {
+				sys.OpenBPF = func() (loader.Loaded, error) { return compatLoad, nil }
+			},
+			check: CheckContainment, status: Warn,
+			detail: []string{"kernel-forker", "a member that forks is killed itself"},
+			bpf:    true,
+		},
+		{
+			name: "the compat program does not kill with the supervisor",
+			change: func(tb testing.TB, sys *System) {
+				sys.OpenBPF = func() (loader.Loaded, error) { return compatLoad, nil }
+			},
+			check: CheckHardCancel, status: Warn,
+			detail: []string{"none", "compat program can't signal"},
+			bpf:    true,
+		},
+		{
+			name: "6.13 to 6.15: the full program without group_dead",
+			change: func(tb testing.TB, sys *System) {
+				sys.OpenBPF = func() (loader.Loaded, error) {
+					return loader.Loaded{Variant: loader.VariantFull, Containment: lineage.ContainKernel, HardCancel: loader.HardCancelNone}, nil
+				}
+			},
+			check: CheckHardCancel, status: Warn,
+			detail: []string{"none", "no group_dead", "refuses to signal"},
+			bpf:    true,
+		},
+		{
+			name: "the verifier refuses the program",
+			change: func(tb testing.TB, sys *System) {
+				sys.OpenBPF = unavailable("the kernel's verifier refused the compat program (Unreleased reference id=6; kernel 6.1.0)")
+			},
+			check: CheckBPFLoad, status: Fail,
+			detail: []string{"the tracker did not load: the kernel's verifier refused the compat program (Unreleased reference id=6"},
+			why:    []string{"verifier refused the compat program"},
+		},
+		{
+			name: "proc fallback: what each feature becomes",
+			change: func(tb testing.TB, sys *System) {
+				sys.OpenBPF = unavailable("nope")
+			},
+			check: CheckExecArgv, status: Warn,
+			detail: []string{"proc: argv is read from /proc"},
+			why:    []string{"the tracker did not load: nope"},
 		},
 		{
 			name: "no btf",
 			change: func(tb testing.TB, sys *System) {
-				remove(tb, sys.Root, "sys/kernel/btf/vmlinux")
+				host(sys, func(h *loader.Host) { h.BTF = fmt.Errorf("stat: %w", os.ErrNotExist) })
 				sys.OpenBPF = unavailable("the kernel has no BTF")
 			},
 			check: CheckBTF, status: Fail,
@@ -180,8 +228,7 @@ func TestRefusals(t *testing.T) {
 		{
 			name: "not privileged",
 			change: func(tb testing.TB, sys *System) {
-				sys.Euid = func() int { return 1000 }
-				sys.EffectiveCaps = func() (uint64, error) { return 0, nil }
+				host(sys, func(h *loader.Host) { h.Euid, h.Caps = 1000, 0 })
 				sys.OpenBPF = unavailable("not privileged")
 			},
 			check: CheckPrivileges, status: Fail,
@@ -191,8 +238,10 @@ func TestRefusals(t *testing.T) {
 		{
 			name: "root without capabilities",
 			change: func(tb testing.TB, sys *System) {
-				sys.EffectiveCaps = func() (uint64, error) { return 1 << capSysResource, nil }
-				sys.OpenBPF = func() error { return fmt.Errorf("%w: load bpf program: %w", loader.ErrUnavailable, syscall.EPERM) }
+				host(sys, func(h *loader.Host) { h.Caps = 1 << loader.CapSysResource })
+				sys.OpenBPF = func() (loader.Loaded, error) {
+					return loader.Loaded{}, fmt.Errorf("%w: load bpf program: %w", loader.ErrUnavailable, syscall.EPERM)
+				}
 			},
 			check: CheckPrivileges, status: Fail,
 			detail: []string{"not privileged", "euid 0", "capabilities: CAP_SYS_RESOURCE;"},
@@ -201,7 +250,7 @@ func TestRefusals(t *testing.T) {
 		{
 			name: "capget refused",
 			change: func(tb testing.TB, sys *System) {
-				sys.EffectiveCaps = func() (uint64, error) { return 0, errors.New("capget: operation not permitted") }
+				host(sys, func(h *loader.Host) { h.CapsErr = errors.New("capget: operation not permitted") })
 				sys.OpenBPF = unavailable("not privileged")
 			},
 			check: CheckPrivileges, status: Fail,
@@ -211,37 +260,25 @@ func TestRefusals(t *testing.T) {
 		{
 			name: "unprivileged user with CAP_BPF and CAP_PERFMON",
 			change: func(tb testing.TB, sys *System) {
-				sys.Euid = func() int { return 1000 }
-				sys.EffectiveCaps = func() (uint64, error) { return 1<<capBPF | 1<<capPerfmon, nil }
+				host(sys, func(h *loader.Host) { h.Euid, h.Caps = 1000, 1<<loader.CapBPF|1<<loader.CapPerfmon })
 			},
 			check: CheckPrivileges, status: OK,
-			detail: []string{"euid 1000", "CAP_BPF, CAP_PERFMON;", "CAP_SYS_RESOURCE is not needed from 5.11"},
+			detail: []string{"euid 1000", "CAP_BPF, CAP_PERFMON;", "without CAP_SYS_RESOURCE the memlock limit can't be lifted", "the bpf load below tells"},
 			bpf:    true,
 		},
 		{
 			name: "CAP_SYS_ADMIN stands in for CAP_BPF and CAP_PERFMON",
 			change: func(tb testing.TB, sys *System) {
-				sys.Euid = func() int { return 1000 }
-				sys.EffectiveCaps = func() (uint64, error) { return 1<<capSysAdmin | 1<<capSysResource, nil }
+				host(sys, func(h *loader.Host) { h.Euid, h.Caps = 1000, 1<<loader.CapSysAdmin|1<<loader.CapSysResource })
 			},
 			check: CheckPrivileges, status: OK,
 			detail: []string{"CAP_SYS_ADMIN, CAP_SYS_RESOURCE"},
 			bpf:    true,
 		},
 		{
-			name: "memlock on an old kernel without CAP_SYS_RESOURCE",
-			change: func(tb testing.TB, sys *System) {
-				sys.Release = func() (string, error) { return "5.10.0", nil }
-				sys.EffectiveCaps = func() (uint64, error) { return 1<<capBPF | 1<<capPerfmon, nil }
-			},
-			check: CheckPrivileges, status: Warn,
-			detail: []string{"without CAP_SYS_RESOURCE the memlock limit can't be lifted", "before 5.11"},
-			bpf:    true,
-		},
-		{
 			name: "lockdown confidentiality",
 			change: func(tb testing.TB, sys *System) {
-				write(tb, sys.Root, "sys/kernel/security/lockdown", "none integrity [confidentiality]\n")
+				host(sys, func(h *loader.Host) { h.Lockdown = loader.LockdownConfidentiality })
 				sys.OpenBPF = unavailable("kernel lockdown is \"confidentiality\", which refuses BPF tracing")
 			},
 			check: CheckLockdown, status: Fail,
@@ -251,9 +288,9 @@ func TestRefusals(t *testing.T) {
 		{
 			name: "lockdown confidentiality on the command line, securityfs not mounted",
 			change: func(tb testing.TB, sys *System) {
-				remove(tb, sys.Root, "sys/kernel/security/lockdown")
-				write(tb, sys.Root, "proc/self/mountinfo", strings.ReplaceAll(fullMountinfo, "securityfs", "tmpfs"))
-				write(tb, sys.Root, "proc/cmdline", "quiet lockdown=confidentiality\n")
+				host(sys, func(h *loader.Host) {
+					h.Lockdown, h.LockdownFrom = loader.LockdownConfidentiality, loader.LockdownFromCmdline
+				})
 				sys.OpenBPF = unavailable("the kernel refused the program")
 			},
 			check: CheckLockdown, status: Fail,
@@ -263,8 +300,9 @@ func TestRefusals(t *testing.T) {
 		{
 			name: "lockdown unknown without securityfs",
 			change: func(tb testing.TB, sys *System) {
-				remove(tb, sys.Root, "sys/kernel/security/lockdown")
-				write(tb, sys.Root, "proc/self/mountinfo", strings.ReplaceAll(fullMountinfo, "securityfs", "tmpfs"))
+				host(sys, func(h *loader.Host) {
+					h.Lockdown, h.LockdownFrom, h.LockdownErr = "", "", errors.New("securityfs is not mounted at /sys/kernel/security")
+				})
 			},
 			check: CheckLockdown, status: Info,
 			detail: []string{"unknown", "securityfs is not mounted", "the bpf load below tells"},
@@ -273,7 +311,7 @@ func TestRefusals(t *testing.T) {
 		{
 			name: "no lockdown LSM",
 			change: func(tb testing.TB, sys *System) {
-				remove(tb, sys.Root, "sys/kernel/security/lockdown")
+				host(sys, func(h *loader.Host) { h.Lockdown, h.LockdownFrom = loader.LockdownNone, loader.LockdownFromNoLSM })
 			},
 			check: CheckLockdown, status: OK,
 			detail: []string{"no lockdown LSM"},
@@ -356,8 +394,7 @@ func TestRefusals(t *testing.T) {
 		{
 			name: "nested pid namespace",
 			change: func(tb testing.TB, sys *System) {
-				nsLink(tb, sys.Root, "pid:[4026532999]")
-				write(tb, sys.Root, "proc/self/status", "Name:\tlineage\nNSpid:\t4242\t7\n")
+				host(sys, func(h *loader.Host) { h.PIDNamespace, h.NSpid = "pid:[4026532999]", []string{"4242", "7"} })
 			},
 			check: CheckPIDNamespace, status: Fail,
 			detail: []string{"nested PID namespace (pid:[4026532999])", "pid 7 here, 4242 outside", "hostPID"},
@@ -367,7 +404,7 @@ func TestRefusals(t *testing.T) {
 		{
 			name: "pid namespace unreadable",
 			change: func(tb testing.TB, sys *System) {
-				remove(tb, sys.Root, "proc/self/ns/pid")
+				host(sys, func(h *loader.Host) { h.PIDNamespace, h.PIDNamespaceErr = "", os.ErrPermission })
 			},
 			check: CheckPIDNamespace, status: Warn,
 			detail: []string{"can't tell whether /proc shows the kernel's global pids"},
@@ -376,8 +413,8 @@ func TestRefusals(t *testing.T) {
 		{
 			name: "load refused with every precondition met",
 			change: func(tb testing.TB, sys *System) {
-				sys.OpenBPF = func() error {
-					return fmt.Errorf("%w: the kernel refused the program (a security module may forbid it): %w", loader.ErrUnavailable, syscall.EPERM)
+				sys.OpenBPF = func() (loader.Loaded, error) {
+					return loader.Loaded{}, fmt.Errorf("%w: the kernel refused the program (a security module may forbid it): %w", loader.ErrUnavailable, syscall.EPERM)
 				}
 			},
 			check: CheckBPFLoad, status: Fail,
@@ -385,12 +422,12 @@ func TestRefusals(t *testing.T) {
 			why:    []string{"the tracker did not load: the kernel refused the program"},
 		},
 		{
-			name: "load succeeds where a precondition looked refused",
+			name: "load succeeds where a probe looked refused",
 			change: func(tb testing.TB, sys *System) {
-				sys.Release = func() (string, error) { return "5.4.0-backported", nil }
+				sys.Features = func() (loader.Features, error) { return loader.Features{RingBuf: errors.ErrUnsupported}, nil }
 			},
 			check: CheckKernel, status: Fail,
-			detail: []string{"older than 5.8"},
+			detail: []string{"no BPF ring buffer"},
 			// Loading is the authoritative answer.
 			bpf: true,
 		},
@@ -439,9 +476,7 @@ func TestRefusals(t *testing.T) {
 // restatement of the same refusal.
 func TestVerdictNamesPreconditionsBeforeTheLoad(t *testing.T) {
 	sys := fakeMachine(t)
-	remove(t, sys.Root, "sys/kernel/btf/vmlinux")
-	sys.Euid = func() int { return 1000 }
-	sys.EffectiveCaps = func() (uint64, error) { return 0, nil }
+	host(&sys, func(h *loader.Host) { h.BTF, h.Euid, h.Caps = os.ErrNotExist, 1000, 0 })
 	sys.OpenBPF = unavailable("LOADER TEXT")
 	rep := Run(sys)
 	want := "backend: proc fallback, because the kernel has no BTF: /sys/kernel/btf/vmlinux is missing (the kernel needs CONFIG_DEBUG_INFO_BTF=y); not privileged: euid 1000"
@@ -462,10 +497,10 @@ func TestNothingInjected(t *testing.T) {
 	if rep.BPFAvailable {
 		t.Fatalf("bpf available with nothing to try: %q", rep.Verdict)
 	}
-	if rep.Verdict != "backend: proc fallback, because the kernel has no BTF: /sys/kernel/btf/vmlinux is missing (the kernel needs CONFIG_DEBUG_INFO_BTF=y)" {
+	if rep.Verdict != "backend: proc fallback, because loading the tracker was not tried" {
 		t.Errorf("verdict %q", rep.Verdict)
 	}
-	for _, name := range []string{CheckKernel, CheckPrivileges, CheckPidfd, CheckSubreaper} {
+	for _, name := range []string{CheckKernel, CheckBTF, CheckPrivileges, CheckLockdown, CheckPIDNamespace, CheckPidfd, CheckSubreaper} {
 		if c, _ := rep.Check(name); c.Status != Info || c.Detail != "not checked" {
 			t.Errorf("%s: %s %q, want info \"not checked\"", name, c.Status, c.Detail)
 		}
@@ -478,11 +513,11 @@ func TestNothingInjected(t *testing.T) {
 func TestWriteJSON(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		openBPF   func() error
+		openBPF   func() (loader.Loaded, error)
 		available bool
 		reason    string
 	}{
-		{name: "available", openBPF: func() error { return nil }, available: true},
+		{name: "available", openBPF: func() (loader.Loaded, error) { return fullLoad, nil }, available: true},
 		{name: "fallback", openBPF: unavailable("nope"), reason: "the tracker did not load: nope"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -522,7 +557,7 @@ func TestWriteJSON(t *testing.T) {
 				t.Errorf("backend %v, verdict %v", doc["backend"], doc["verdict"])
 			}
 			checks, ok := doc["checks"].([]any)
-			if !ok || len(checks) != 14 {
+			if !ok || len(checks) != 16 {
 				t.Fatalf("checks: %v", doc["checks"])
 			}
 			for _, c := range checks {
@@ -583,55 +618,6 @@ func TestWriteTable(t *testing.T) {
 	}
 	if lines[len(lines)-2] != "" || lines[len(lines)-1] != "backend: proc fallback, because the tracker did not load: nope" {
 		t.Errorf("verdict lines %q", lines[len(lines)-2:])
-	}
-}
-
-func TestParseRelease(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want version
-		ok   bool
-	}{
-		{"6.18.44-fc-v782", version{6, 18}, true},
-		{"5.8.0", version{5, 8}, true},
-		{"6.13-rc1", version{6, 13}, true},
-		{"6.16+", version{6, 16}, true},
-		{"4.19.0-26-amd64", version{4, 19}, true},
-		{"6", version{}, false},
-		{"x.y", version{}, false},
-		{"", version{}, false},
-	} {
-		got, ok := parseRelease(tc.in)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("parseRelease(%q) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
-		}
-	}
-}
-
-func TestLockdownMode(t *testing.T) {
-	for in, want := range map[string]string{
-		"[none] integrity confidentiality\n": "none",
-		"none [integrity] confidentiality\n": "integrity",
-		"none integrity [confidentiality]\n": "confidentiality",
-		"none integrity confidentiality\n":   "",
-		"[broken":                            "",
-	} {
-		if got := lockdownMode(in); got != want {
-			t.Errorf("lockdownMode(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-func TestNamespaceInode(t *testing.T) {
-	for in, want := range map[string]uint64{"pid:[4026531836]": initPIDNamespaceInode, "pid:[12]": 12} {
-		if got, ok := namespaceInode(in); !ok || got != want {
-			t.Errorf("namespaceInode(%q) = %d, %v", in, got, ok)
-		}
-	}
-	for _, in := range []string{"pid:[x]", "pid:", "pid:[12"} {
-		if _, ok := namespaceInode(in); ok {
-			t.Errorf("namespaceInode(%q) accepted", in)
-		}
 	}
 }
 

@@ -10,36 +10,19 @@ import (
 	"github.com/lineage-dev/lineage/internal/loader"
 )
 
-// Host returns the real machine: the root file system, uname(2),
-// capget(2), pidfd_open(2), prctl(2) and the BPF tracker itself. Its
-// OpenBPF attaches lineage's tracker machine-wide for a moment and closes it.
+// Host returns the real machine: the loader's own pre-checks and probes,
+// the root file system, pidfd_open(2), prctl(2) and the BPF tracker itself.
+// Its OpenBPF attaches lineage's tracker machine-wide for a moment and
+// closes it.
 func Host() System {
 	return System{
-		Root:          "/",
-		Release:       release,
-		Euid:          os.Geteuid,
-		EffectiveCaps: effectiveCaps,
-		PidfdOpen:     pidfdSelf,
-		Subreaper:     trySubreaper,
-		OpenBPF:       openBPF,
+		Root:      "/",
+		Host:      loader.ProbeHost,
+		Features:  loader.ProbeFeatures,
+		PidfdOpen: pidfdSelf,
+		Subreaper: trySubreaper,
+		OpenBPF:   openBPF,
 	}
-}
-
-func release() (string, error) {
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
-		return "", fmt.Errorf("uname: %w", err)
-	}
-	return unix.ByteSliceToString(u.Release[:]), nil
-}
-
-func effectiveCaps() (uint64, error) {
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return 0, fmt.Errorf("capget: %w", err)
-	}
-	return uint64(data[0].Effective) | uint64(data[1].Effective)<<32, nil
 }
 
 func pidfdSelf() error {
@@ -71,13 +54,14 @@ func trySubreaper() error {
 	return nil
 }
 
-func openBPF() error {
+func openBPF() (loader.Loaded, error) {
 	b, err := loader.OpenBPF(nil)
 	if err != nil {
-		return err
+		return loader.Loaded{}, err
 	}
+	l := b.Loaded()
 	if err := b.Close(); err != nil {
-		return fmt.Errorf("close bpf tracker: %w", err)
+		return l, fmt.Errorf("close bpf tracker: %w", err)
 	}
-	return nil
+	return l, nil
 }

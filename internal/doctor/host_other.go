@@ -4,7 +4,8 @@ package doctor
 
 import (
 	"errors"
-	"os"
+
+	"github.com/lineage-dev/lineage/internal/loader"
 )
 
 // Host returns this machine. lineage's backends need Linux: elsewhere every
@@ -12,12 +13,11 @@ import (
 func Host() System {
 	unsupported := func() error { return errors.ErrUnsupported }
 	return System{
-		Root:          "/",
-		Release:       func() (string, error) { return "", errors.ErrUnsupported },
-		Euid:          os.Geteuid,
-		EffectiveCaps: func() (uint64, error) { return 0, errors.ErrUnsupported },
-		PidfdOpen:     unsupported,
-		Subreaper:     unsupported,
-		OpenBPF:       unsupported,
+		Root:      "/",
+		Host:      func() loader.Host { return loader.Host{BTF: errors.ErrUnsupported, CapsErr: errors.ErrUnsupported} },
+		Features:  func() (loader.Features, error) { return loader.Features{}, errors.ErrUnsupported },
+		PidfdOpen: unsupported,
+		Subreaper: unsupported,
+		OpenBPF:   func() (loader.Loaded, error) { return loader.Loaded{}, errors.ErrUnsupported },
 	}
 }

@@ -2,14 +2,12 @@ package loader
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,131 +16,12 @@ import (
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
-// openBPF loads the tracker for one test; it skips only when BPF can't load
-// here, and fails instead under LINEAGE_REQUIRE_BPF=1.
-func openBPF(tb testing.TB, opts *BPFOptions) *BPF {
-	tb.Helper()
-	b, err := OpenBPF(opts)
-	if err != nil && !errors.Is(err, ErrUnavailable) {
-		tb.Fatalf("open bpf: %v", err)
-	}
-	testutil.SkipWithoutBPF(tb, err)
-	tb.Cleanup(func() { b.Close() })
-	return b
-}
-
-// recorder collects the events of a backend into a tree.
-type recorder struct {
-	tree   *lineage.Tree
-	mu     sync.Mutex
-	events []lineage.Event
-	stop   func()
-}
-
-func record(tb testing.TB, b Backend) *recorder {
-	tb.Helper()
-	r := &recorder{tree: lineage.NewTree()}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- b.Run(ctx, func(ev lineage.Event) {
-			r.tree.Apply(ev)
-			r.mu.Lock()
-			r.events = append(r.events, ev)
-			r.mu.Unlock()
-		})
-	}()
-	var once sync.Once
-	r.stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				tb.Errorf("run: %v", err)
-			}
-		})
-	}
-	tb.Cleanup(r.stop)
-	return r
-}
-
-func (r *recorder) snapshot() []lineage.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.events)
-}
-
-// waitFor polls cond until it holds or the timeout passes.
-func waitFor(tb testing.TB, what string, timeout time.Duration, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// job is a spawned root command, waited for in the background.
-type job struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
-}
-
-// wait returns the command's exit error once it has ended.
-func (j *job) wait() error {
-	<-j.done
-	return j.err
-}
-
-// spawn starts a shell script as a root and waits for it in the background.
-func spawn(tb testing.TB, b Backend, script string, opts RootOptions) (lineage.Identity, *job) {
-	tb.Helper()
-	j := &job{cmd: exec.Command("sh", "-c", script), done: make(chan struct{})}
-	id, err := b.Spawn(j.cmd, opts)
-	if err != nil {
-		tb.Fatalf("spawn: %v", err)
-	}
-	go func() {
-		j.err = j.cmd.Wait()
-		close(j.done)
-	}()
-	tb.Cleanup(func() {
-		_ = j.cmd.Process.Kill()
-		<-j.done
-	})
-	return id, j
-}
-
-// killMembers kills every live member of root by identity: test cleanup.
-func killMembers(tb testing.TB, b Backend, root lineage.Identity) {
-	tb.Helper()
-	ms, err := b.Members(root)
-	if err != nil {
-		tb.Errorf("members: %v", err)
-		return
-	}
-	for _, m := range ms {
-		testutil.KillIdentity(int(m.PID), m.StartTicks)
-	}
-}
-
-func memberSet(tb testing.TB, b Backend, root lineage.Identity) map[lineage.Identity]lineage.Member {
-	tb.Helper()
-	ms, err := b.Members(root)
-	if err != nil {
-		tb.Fatalf("members: %v", err)
-	}
-	out := make(map[lineage.Identity]lineage.Member, len(ms))
-	for _, m := range ms {
-		out[m.Identity] = m
-	}
-	return out
-}
-
 func TestSpawnedRootStartTicksMatchProc(t *testing.T) {
-	b := openBPF(t, nil)
+	eachVariant(t, testSpawnedRootStartTicksMatchProc)
+}
+
+func testSpawnedRootStartTicksMatchProc(t *testing.T, v Variant) {
+	b := openBPF(t, &BPFOptions{Variant: v})
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
 	rec := record(t, b)
@@ -176,8 +55,10 @@ func TestSpawnedRootStartTicksMatchProc(t *testing.T) {
 	}
 }
 
-func TestForkExecExitEvents(t *testing.T) {
-	b := openBPF(t, nil)
+func TestForkExecExitEvents(t *testing.T) { eachVariant(t, testForkExecExitEvents) }
+
+func testForkExecExitEvents(t *testing.T, v Variant) {
+	b := openBPF(t, &BPFOptions{Variant: v})
 	rec := record(t, b)
 
 	id, j := spawn(t, b, `/bin/echo one two >/dev/null; sh -c 'exit 7'; kill -TERM $$`, RootOptions{})
@@ -229,8 +110,10 @@ func TestForkExecExitEvents(t *testing.T) {
 	}
 }
 
-func TestLongArgvIsCutAndSaysSo(t *testing.T) {
-	b := openBPF(t, nil)
+func TestLongArgvIsCutAndSaysSo(t *testing.T) { eachVariant(t, testLongArgvIsCutAndSaysSo) }
+
+func testLongArgvIsCutAndSaysSo(t *testing.T, v Variant) {
+	b := openBPF(t, &BPFOptions{Variant: v})
 	rec := record(t, b)
 	long := strings.Repeat("x", 400)
 	id, j := spawn(t, b, "/bin/true "+long, RootOptions{})
@@ -257,7 +140,11 @@ func TestLongArgvIsCutAndSaysSo(t *testing.T) {
 }
 
 func TestThreadsAreNotMembersButTheirForksAre(t *testing.T) {
-	b := openBPF(t, nil)
+	eachVariant(t, testThreadsAreNotMembersButTheirForksAre)
+}
+
+func testThreadsAreNotMembersButTheirForksAre(t *testing.T, v Variant) {
+	b := openBPF(t, &BPFOptions{Variant: v})
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
 
@@ -294,7 +181,11 @@ func TestThreadsAreNotMembersButTheirForksAre(t *testing.T) {
 }
 
 func TestLeaderExitsWhileAnotherThreadRuns(t *testing.T) {
-	b := openBPF(t, nil)
+	eachVariant(t, testLeaderExitsWhileAnotherThreadRuns)
+}
+
+func testLeaderExitsWhileAnotherThreadRuns(t *testing.T, v Variant) {
+	b := openBPF(t, &BPFOptions{Variant: v})
 	rec := record(t, b)
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
@@ -357,7 +248,11 @@ func TestLeaderExitsWhileAnotherThreadRuns(t *testing.T) {
 }
 
 func TestFullMembershipMapIsCountedNotSilent(t *testing.T) {
-	b := openBPF(t, &BPFOptions{MaxMembers: 4})
+	eachVariant(t, testFullMembershipMapIsCountedNotSilent)
+}
+
+func testFullMembershipMapIsCountedNotSilent(t *testing.T, v Variant) {
+	b := openBPF(t, &BPFOptions{MaxMembers: 4, Variant: v})
 	rec := record(t, b)
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
@@ -397,7 +292,11 @@ func TestFullMembershipMapIsCountedNotSilent(t *testing.T) {
 }
 
 func TestRingBufferLossIsCountedAndMembershipStaysExact(t *testing.T) {
-	b := openBPF(t, &BPFOptions{RingBytes: uint32(os.Getpagesize())})
+	eachVariant(t, testRingBufferLossIsCountedAndMembershipStaysExact)
+}
+
+func testRingBufferLossIsCountedAndMembershipStaysExact(t *testing.T, v Variant) {
+	b := openBPF(t, &BPFOptions{RingBytes: uint32(os.Getpagesize()), Variant: v})
 	// No reader runs: the ring fills up.
 	id, j := spawn(t, b, "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do /bin/true; done", RootOptions{})
 	if err := j.wait(); err != nil {
@@ -418,116 +317,12 @@ func TestRingBufferLossIsCountedAndMembershipStaysExact(t *testing.T) {
 	}
 }
 
-func TestContainKillsNewChildrenAtBirth(t *testing.T) {
-	b := openBPF(t, nil)
-	if !b.KernelContainment() {
-		if major, minor, ok := kernelVersion(); ok && (major > 6 || major == 6 && minor >= 13) {
-			t.Fatalf("kernel %d.%d should have bpf_task_from_pid and bpf_send_signal_task", major, minor)
-		}
-		t.Skip("kernel lacks bpf_task_from_pid/bpf_send_signal_task (6.13+)")
-	}
-	rec := record(t, b)
-	mark := testutil.Marker(t)
-	testutil.CheckNoLeaks(t, mark)
-
-	// A job that keeps forking.
-	id, _ := spawn(t, b, fmt.Sprintf("while :; do sleep %s & sleep 0.01; done", testutil.Sleep(mark)), RootOptions{})
-	t.Cleanup(func() { killMembers(t, b, id) })
-	waitFor(t, "a few sleepers", 5*time.Second, func() bool { return len(testutil.Sleepers(mark)) >= 3 })
-
-	how, err := b.Contain(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if how != lineage.ContainKernel {
-		t.Fatalf("containment %q, want %q", how, lineage.ContainKernel)
-	}
-	waitFor(t, "contained forks", 5*time.Second, func() bool {
-		st, _ := b.Stats()
-		return st.Contained >= 3
-	})
-	// Every member the map holds now without the contained mark was born
-	// before Contain; whatever else lives later was born after and escaped.
-	before := map[uint32]bool{}
-	for mid, m := range memberSet(t, b, id) {
-		if !m.Contained {
-			before[mid.PID] = true
-		}
-	}
-	time.Sleep(100 * time.Millisecond)
-	for _, p := range testutil.Find(mark) {
-		// One born an instant ago has its SIGKILL pending: give it the
-		// moment it needs to be scheduled and die.
-		if !before[uint32(p.PID)] && !testutil.WaitGone(p.PID, p.StartTicks, 2*time.Second) {
-			t.Errorf("process %d %q was born after containment and lives", p.PID, p.Argv)
-		}
-	}
-	waitFor(t, "contained fork events", 5*time.Second, func() bool {
-		for _, ev := range rec.snapshot() {
-			if ev.Contained {
-				return true
-			}
-		}
-		return false
-	})
-}
-
-func TestLineageDiesWithItsSupervisor(t *testing.T) {
-	// Load once here to decide skip/fail the same way as the other tests.
-	openBPF(t, nil).Close()
-	mark := testutil.Marker(t)
-	testutil.CheckNoLeaks(t, mark)
-	bystander := exec.Command("sleep", testutil.Sleep(mark))
-	if err := bystander.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = bystander.Process.Kill(); _ = bystander.Wait() })
-	byStart, _, _ := testutil.StartTicks(bystander.Process.Pid)
-
-	sup := helperCmd("supervisor", testutil.Sleep(mark))
-	out, err := sup.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sup.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sup.Process.Kill(); _ = sup.Wait() })
-	var members []lineage.Identity
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		line := sc.Text()
-		var pid uint32
-		var start uint64
-		if n, _ := fmt.Sscanf(line, "member %d %d", &pid, &start); n == 2 {
-			members = append(members, lineage.Identity{PID: pid, StartTicks: start})
-			continue
-		}
-		if line == "ready" {
-			break
-		}
-		t.Fatalf("supervisor said %q", line)
-	}
-	if len(members) != supervisedSleepers {
-		t.Fatalf("%d members, want the %d sleepers", len(members), supervisedSleepers)
-	}
-	// A CI runner's hard cancel: SIGKILL, no chance to clean up.
-	if err := sup.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = sup.Wait()
-	for _, m := range members {
-		if !testutil.WaitGone(int(m.PID), m.StartTicks, 5*time.Second) {
-			t.Errorf("member %v survived its supervisor's death", m)
-		}
-	}
-	if !testutil.Alive(bystander.Process.Pid, byStart) {
-		t.Error("the bystander was killed")
-	}
-}
-
 func TestRegisterAdoptsExistingDescendants(t *testing.T) {
-	b := openBPF(t, nil)
+	eachVariant(t, testRegisterAdoptsExistingDescendants)
+}
+
+func testRegisterAdoptsExistingDescendants(t *testing.T, v Variant) {
+	b := openBPF(t, &BPFOptions{Variant: v})
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
 	s := testutil.Sleep(mark)
@@ -577,7 +372,11 @@ func TestRegisterAdoptsExistingDescendants(t *testing.T) {
 }
 
 func TestRegisterRefusesBadInputAndChangesNothing(t *testing.T) {
-	b := openBPF(t, nil)
+	eachVariant(t, testRegisterRefusesBadInputAndChangesNothing)
+}
+
+func testRegisterRefusesBadInputAndChangesNothing(t *testing.T, v Variant) {
+	b := openBPF(t, &BPFOptions{Variant: v})
 	self, _, _ := testutil.StartTicks(os.Getpid())
 	cases := []struct {
 		name string
@@ -607,7 +406,11 @@ func TestRegisterRefusesBadInputAndChangesNothing(t *testing.T) {
 }
 
 func TestUnrelatedProcessesAreNotMembers(t *testing.T) {
-	b := openBPF(t, nil)
+	eachVariant(t, testUnrelatedProcessesAreNotMembers)
+}
+
+func testUnrelatedProcessesAreNotMembers(t *testing.T, v Variant) {
+	b := openBPF(t, &BPFOptions{Variant: v})
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
 	id, _ := spawn(t, b, "sleep "+testutil.Sleep(mark), RootOptions{})

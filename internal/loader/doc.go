@@ -3,10 +3,14 @@
 // kernel, and (where BPF can't load) a /proc poller.
 //
 // It is the only package that imports cilium/ebpf. The BPF program lives in
-// bpf/lineage.c; its bpf2go output (Go bindings and objects for both
-// endiannesses) is committed here and rebuilt by `make generate`.
+// bpf/lineage.c and builds twice, lineage and lineage_compat; their bpf2go
+// output (Go bindings and objects for both endiannesses) is committed here
+// and rebuilt by `make generate`.
 //
 // Loading the BPF backend needs root, or CAP_BPF with CAP_PERFMON, and a
-// kernel with BTF (5.8 or later; 6.13 or later for in-kernel containment and
-// for killing a lineage when its supervisor dies).
+// kernel with BTF and the BPF ring buffer (5.8 or later). Which build loads,
+// and so how a reap is contained and whether a lineage dies with its
+// supervisor, is decided by probing the kernel ([ProbeFeatures], [Variant],
+// [HardCancelMode]), never from its version; [ProbeHost] holds the
+// pre-checks that decide whether BPF may be tried at all. doctor reads both.
 package loader

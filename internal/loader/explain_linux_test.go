@@ -1,63 +1,44 @@
 package loader
 
 import (
-	"os"
-	"path/filepath"
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/cilium/ebpf"
 )
 
-func TestPIDNamespaceDepth(t *testing.T) {
-	dir := t.TempDir()
+// TestExplainLoadErrorSaysWhatFailed: a verifier refusal names the variant
+// and the verifier's own reason, not a feature the kernel has.
+func TestExplainLoadErrorSaysWhatFailed(t *testing.T) {
+	host := Host{Release: "6.1.0-57-cloud-amd64", Caps: 1<<41 - 1}
+	verr := &ebpf.VerifierError{Cause: syscall.EINVAL, Log: []string{
+		"169: (b4) w0 = 0", "170: (95) exit", "Unreleased reference id=4 alloc_insn=83",
+		"processed 155 insns (limit 1000000) max_states_per_insn 1 total_states 12 peak_states 12 mark_read 3", "",
+	}}
 	for _, c := range []struct {
-		status string
-		want   int
+		name string
+		host Host
+		err  error
+		want []string
 	}{
-		{"Name:\tsh\nNSpid:\t4242\n", 1},
-		{"Name:\tsh\nNSpid:\t4242\t7\n", 2},
-		{"Name:\tsh\nNSpid:\t4242\t7\t1\n", 3},
-		{"Name:\tsh\n", 0},
+		{"verifier", host, fmt.Errorf("load bpf program: %w", verr),
+			[]string{"verifier refused the compat program", "Unreleased reference id=4", "kernel 6.1.0-57-cloud-amd64"}},
+		{"not privileged", Host{Euid: 1000}, syscall.EPERM, []string{"not privileged"}},
+		{"lockdown", Host{Caps: 1<<41 - 1, Lockdown: LockdownConfidentiality}, syscall.EPERM, []string{`lockdown is "confidentiality"`}},
+		{"refused otherwise", host, syscall.EPERM, []string{"refused the compat program", "security module"}},
+		{"missing feature", host, fmt.Errorf("kfunc: %w", ebpf.ErrNotSupported), []string{"lacks a BPF feature the compat program needs"}},
 	} {
-		path := filepath.Join(dir, "status")
-		if err := os.WriteFile(path, []byte(c.status), 0o644); err != nil {
-			t.Fatal(err)
+		err := explainLoadError(VariantCompat, c.host, c.err)
+		if !errors.Is(err, ErrUnavailable) || !errors.Is(err, c.err) {
+			t.Errorf("%s: %v does not wrap ErrUnavailable and the cause", c.name, err)
 		}
-		if got := pidNamespaceDepth(path); got != c.want {
-			t.Errorf("%q: depth %d, want %d", c.status, got, c.want)
-		}
-	}
-	if got := pidNamespaceDepth(filepath.Join(dir, "missing")); got != 0 {
-		t.Errorf("missing file: depth %d", got)
-	}
-	// This test runs in the host's PID namespace, as the BPF tests need.
-	if got := pidNamespaceDepth("/proc/self/status"); got != 1 {
-		t.Errorf("this process is %d PID namespaces deep, want 1", got)
-	}
-	if !initialPIDNamespace("/proc/self/ns/pid") {
-		t.Error("this process is not in the initial PID namespace")
-	}
-	link := filepath.Join(dir, "ns")
-	if err := os.Symlink("pid:[4026532999]", link); err != nil {
-		t.Fatal(err)
-	}
-	if initialPIDNamespace(link) {
-		t.Error("a nested namespace's link passed as the initial one")
-	}
-}
-
-func TestParseKernelVersion(t *testing.T) {
-	for _, c := range []struct {
-		release      string
-		major, minor int
-		ok           bool
-	}{
-		{"6.18.44-fc-v782", 6, 18, true},
-		{"5.8.0", 5, 8, true},
-		{"6.13-rc1", 6, 13, true},
-		{"garbage", 0, 0, false},
-	} {
-		major, minor, ok := parseKernelVersion(c.release)
-		if major != c.major || minor != c.minor || ok != c.ok {
-			t.Errorf("%q: %d.%d %v", c.release, major, minor, ok)
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q lacks %q", c.name, err, w)
+			}
 		}
 	}
 }

@@ -17,6 +17,9 @@ import (
 // with helperEnv set, TestMain runs the named helper instead of the tests.
 const helperEnv = "LINEAGE_LOADER_TEST_HELPER"
 
+// helperVariantEnv names the program variant the supervisor helper loads.
+const helperVariantEnv = "LINEAGE_LOADER_TEST_VARIANT"
+
 func init() {
 	switch os.Getenv(helperEnv) {
 	case "leader-exit", "thread-fork":
@@ -87,7 +90,7 @@ const supervisedSleepers = 300
 // its supervisor, prints the job's members once they are all there, and
 // waits to be killed.
 func runSupervisor(sleepArg string) int {
-	b, err := OpenBPF(nil)
+	b, err := OpenBPF(&BPFOptions{Variant: Variant(os.Getenv(helperVariantEnv))})
 	if err != nil {
 		fmt.Printf("error %v\n", err)
 		return 1

@@ -102,18 +102,19 @@ const (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	lineageMapEvents           = "events"
-	lineageMapMembers          = "members"
-	lineageMapRoots            = "roots"
-	lineageMapStats            = "stats"
-	lineageProgHandleExec      = "handle_exec"
-	lineageProgHandleExit      = "handle_exit"
-	lineageProgHandleFork      = "handle_fork"
-	lineageVarExitHasGroupDead = "exit_has_group_dead"
-	lineageVarSpawnRootFlags   = "spawn_root_flags"
-	lineageVarSpawnTid         = "spawn_tid"
-	lineageVarSupervisorTgid   = "supervisor_tgid"
-	lineageVarWakeupBytes      = "wakeup_bytes"
+	lineageMapEvents             = "events"
+	lineageMapMembers            = "members"
+	lineageMapRoots              = "roots"
+	lineageMapStats              = "stats"
+	lineageProgHandleExec        = "handle_exec"
+	lineageProgHandleExit        = "handle_exit"
+	lineageProgHandleFork        = "handle_fork"
+	lineageVarExitHasGroupDead   = "exit_has_group_dead"
+	lineageVarKillWithSupervisor = "kill_with_supervisor"
+	lineageVarSpawnRootFlags     = "spawn_root_flags"
+	lineageVarSpawnTid           = "spawn_tid"
+	lineageVarSupervisorTgid     = "supervisor_tgid"
+	lineageVarWakeupBytes        = "wakeup_bytes"
 )
 
 // loadLineage returns the embedded CollectionSpec for lineage.
@@ -177,11 +178,12 @@ type lineageMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lineageVariableSpecs struct {
-	ExitHasGroupDead *ebpf.VariableSpec `ebpf:"exit_has_group_dead"`
-	SpawnRootFlags   *ebpf.VariableSpec `ebpf:"spawn_root_flags"`
-	SpawnTid         *ebpf.VariableSpec `ebpf:"spawn_tid"`
-	SupervisorTgid   *ebpf.VariableSpec `ebpf:"supervisor_tgid"`
-	WakeupBytes      *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
+	ExitHasGroupDead   *ebpf.VariableSpec `ebpf:"exit_has_group_dead"`
+	KillWithSupervisor *ebpf.VariableSpec `ebpf:"kill_with_supervisor"`
+	SpawnRootFlags     *ebpf.VariableSpec `ebpf:"spawn_root_flags"`
+	SpawnTid           *ebpf.VariableSpec `ebpf:"spawn_tid"`
+	SupervisorTgid     *ebpf.VariableSpec `ebpf:"supervisor_tgid"`
+	WakeupBytes        *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
 // lineageObjects contains all objects after they have been loaded into the kernel.
@@ -223,11 +225,12 @@ func (m *lineageMaps) Close() error {
 //
 // It can be passed to loadLineageObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lineageVariables struct {
-	ExitHasGroupDead *ebpf.Variable `ebpf:"exit_has_group_dead"`
-	SpawnRootFlags   *ebpf.Variable `ebpf:"spawn_root_flags"`
-	SpawnTid         *ebpf.Variable `ebpf:"spawn_tid"`
-	SupervisorTgid   *ebpf.Variable `ebpf:"supervisor_tgid"`
-	WakeupBytes      *ebpf.Variable `ebpf:"wakeup_bytes"`
+	ExitHasGroupDead   *ebpf.Variable `ebpf:"exit_has_group_dead"`
+	KillWithSupervisor *ebpf.Variable `ebpf:"kill_with_supervisor"`
+	SpawnRootFlags     *ebpf.Variable `ebpf:"spawn_root_flags"`
+	SpawnTid           *ebpf.Variable `ebpf:"spawn_tid"`
+	SupervisorTgid     *ebpf.Variable `ebpf:"supervisor_tgid"`
+	WakeupBytes        *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 
 // lineagePrograms contains all programs after they have been loaded into the kernel.

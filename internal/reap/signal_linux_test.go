@@ -48,7 +48,7 @@ func TestSignalChecksTheStartTime(t *testing.T) {
 	}
 	for _, bad := range []lineage.Identity{{PID: 1, StartTicks: 1}, {PID: 0, StartTicks: 1}, {PID: id.PID}} {
 		if err := Signal(procFS, bad, syscall.SIGKILL); !errors.Is(err, lineage.ErrInvalid) {
-			t.Errorf("signal %v: %v, want ErrInvalidIdentity", bad, err)
+			t.Errorf("signal %v: %v, want ErrInvalid", bad, err)
 		}
 	}
 	self, _, _ := testutil.StartTicks(os.Getpid())

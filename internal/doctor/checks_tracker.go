@@ -1,0 +1,97 @@
+package doctor
+
+import (
+	"strings"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/loader"
+)
+
+// The checks in this file say what the tracker that loaded (loader.Loaded)
+// does here, feature by feature, or what the /proc fallback does instead.
+
+func (r *run) checkBPFLoad() Check {
+	c := Check{Name: CheckBPFLoad, RequiredForBPF: true}
+	if r.loaded == nil {
+		c.Status = Fail
+		c.Detail = "the tracker did not load: " + reason(r.loadErr)
+		if r.sys.OpenBPF == nil {
+			c.Detail = reason(r.loadErr)
+		}
+		return c
+	}
+	c.Status = OK
+	c.Detail = "loaded and attached the " + string(r.loaded.Variant) + " BPF program, then closed it"
+	return c
+}
+
+func (r *run) checkTracking() Check {
+	c := Check{Name: CheckTracking}
+	if r.loaded == nil {
+		c.Status = Warn
+		c.Detail = "proc: lineage polls /proc, so a process that lives and dies between two scans is missed, and a double fork inside one scan outside a subreaper escapes"
+		return c
+	}
+	c.Status = OK
+	switch r.loaded.Variant {
+	case loader.VariantFull:
+		c.Detail = "bpf, full program: membership is kept in the kernel at every fork and exit"
+	default:
+		c.Detail = "bpf, compat program: membership is kept in the kernel at every fork and exit, exactly as with the full program"
+		if r.features != nil {
+			if missing := r.features.Missing(loader.VariantFull); len(missing) > 0 {
+				c.Detail += " (the full one needs " + strings.Join(missing, ", ") + ")"
+			}
+		}
+	}
+	if r.loaded.GroupDead {
+		c.Detail += "; exits are seen through sched_process_exit's group_dead"
+	} else {
+		c.Detail += "; exits are seen through the thread group's live count"
+	}
+	return c
+}
+
+func (r *run) checkContainment() Check {
+	c := Check{Name: CheckContainment}
+	switch {
+	case r.loaded == nil:
+		c.Status = Info
+		c.Detail = "stop: the proc backend stops the whole lineage with SIGSTOP before killing it, and needs two empty passes"
+	case r.loaded.Containment == lineage.ContainKernel:
+		c.Status = OK
+		c.Detail = "kernel: during a reap, a member's new child is killed at birth (bpf_task_from_pid, bpf_send_signal_task)"
+	default:
+		c.Status = Warn
+		c.Detail = "kernel-forker: during a reap, a member that forks is killed itself (bpf_send_signal can only signal the current task); its new child lives until the reaper's next pass"
+	}
+	return c
+}
+
+func (r *run) checkHardCancel() Check {
+	c := Check{Name: CheckHardCancel, Status: Warn}
+	switch {
+	case r.loaded == nil:
+		c.Detail = "none: with the proc backend, nothing is left to end the lineage if lineage itself is SIGKILLed"
+	case r.loaded.HardCancel == loader.HardCancelKernel:
+		c.Status = OK
+		c.Detail = "kernel: if lineage is SIGKILLed, its exit hook kills the lineage, identity-checked (--keep-on-abort opts out)"
+	case r.loaded.Variant != loader.VariantFull:
+		c.Detail = "none: if lineage is SIGKILLed its lineage lives on: the compat program can't signal other processes"
+	default:
+		c.Detail = "none: if lineage is SIGKILLed its lineage lives on: this kernel's sched_process_exit has no group_dead, so it runs after the task has let go of its memory, where the kernel refuses to signal"
+	}
+	return c
+}
+
+func (r *run) checkExecArgv() Check {
+	c := Check{Name: CheckExecArgv}
+	if r.loaded == nil {
+		c.Status = Warn
+		c.Detail = "proc: argv is read from /proc when a scan sees the process; one that execs and exits between two scans has none"
+		return c
+	}
+	c.Status = OK
+	c.Detail = "read in the kernel at every member's exec (up to 256 bytes), so even a process that lives a millisecond has its argv in the record"
+	return c
+}

@@ -1,0 +1,271 @@
+package loader
+
+import (
+	"fmt"
+	"os/exec"
+	"runtime"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+)
+
+// Spawn implements Backend. It arms the calling OS thread so that the next
+// process it forks becomes a root in the kernel's membership before it runs.
+func (b *BPF) Spawn(cmd *exec.Cmd, opts RootOptions) (lineage.Identity, error) {
+	b.spawnMu.Lock()
+	defer b.spawnMu.Unlock()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+
+	flags := uint32(0)
+	if opts.DieWithSupervisor {
+		flags |= uint32(lineageRootFlagROOT_F_DIE_WITH_SUPERVISOR)
+	}
+	if err := b.objs.SpawnRootFlags.Set(flags); err != nil {
+		return lineage.Identity{}, fmt.Errorf("arm spawn: %w", err)
+	}
+	if err := b.objs.SpawnTid.Set(uint32(unix.Gettid())); err != nil {
+		return lineage.Identity{}, fmt.Errorf("arm spawn: %w", err)
+	}
+	startErr := cmd.Start()
+	if err := b.objs.SpawnTid.Set(uint32(0)); err != nil && startErr == nil {
+		startErr = fmt.Errorf("disarm spawn: %w", err)
+	}
+	pid := uint32(0)
+	if startErr == nil {
+		pid = uint32(cmd.Process.Pid)
+	}
+	id, found := b.settleSpawned(pid)
+	if startErr != nil {
+		return lineage.Identity{}, startErr
+	}
+	if !found {
+		// Not registered: the membership map is full, or the fork was not
+		// seen. Nothing of the command may run untracked.
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		st, _ := b.Stats()
+		if st.MembersFull > 0 {
+			return lineage.Identity{}, fmt.Errorf("spawn %s: membership map is full (%d members)", cmd.Path, b.opts.MaxMembers)
+		}
+		return lineage.Identity{}, fmt.Errorf("spawn %s: the kernel did not register the new process", cmd.Path)
+	}
+	return id, nil
+}
+
+// settleSpawned keeps the root the armed thread was meant to start (pid) and
+// forgets any other process it forked meanwhile: the Go runtime may fork a
+// short-lived probe of its own on the first start.
+func (b *BPF) settleSpawned(pid uint32) (lineage.Identity, bool) {
+	var (
+		key    uint32
+		r      lineageRoot
+		ours   lineage.Identity
+		found  bool
+		others []lineage.Identity
+	)
+	it := b.objs.Roots.Iterate()
+	for it.Next(&key, &r) {
+		if r.Flags&lineageRootFlagROOT_F_SPAWNING == 0 {
+			continue
+		}
+		id := lineage.Identity{PID: key, StartTicks: r.Start}
+		if key == pid {
+			ours, found = id, true
+		} else {
+			others = append(others, id)
+		}
+	}
+	for _, id := range others {
+		_ = b.Forget(id)
+	}
+	if found {
+		var m lineageMember
+		if err := b.objs.Members.Lookup(pid, &m); err != nil || m.Start != ours.StartTicks {
+			// Already gone is fine (a command that exits at once); the
+			// root entry still names it.
+			if err == nil {
+				found = false
+			}
+		}
+		if err := b.setRootFlag(ours, lineageRootFlagROOT_F_SPAWNING, false); err != nil {
+			found = false
+		}
+	}
+	return ours, found
+}
+
+// Register implements Backend.
+func (b *BPF) Register(id lineage.Identity, opts RootOptions) error {
+	if err := id.Validate(); err != nil {
+		return err
+	}
+	if err := b.proc.Check(id); err != nil {
+		return fmt.Errorf("register %s: %w", id, err)
+	}
+	b.mapMu.Lock()
+	defer b.mapMu.Unlock()
+	var existing lineageMember
+	if err := b.objs.Members.Lookup(id.PID, &existing); err == nil && existing.Start == id.StartTicks {
+		return fmt.Errorf("register %s: %w: member of root %d@%d", id, ErrAlreadyTracked, existing.RootPid, existing.RootStart)
+	}
+	r := lineageRoot{Start: id.StartTicks}
+	if opts.DieWithSupervisor {
+		r.Flags |= lineageRootFlagROOT_F_DIE_WITH_SUPERVISOR
+	}
+	if err := b.objs.Roots.Update(id.PID, &r, ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("register %s: roots map: %w", id, err)
+	}
+	m := lineageMember{
+		Start:     id.StartTicks,
+		RootPid:   id.PID,
+		RootStart: id.StartTicks,
+		Flags:     lineageMemberFlagMEMBER_F_ROOT | lineageMemberFlagMEMBER_F_ADOPTED,
+	}
+	if st, err := b.proc.Stat(int(id.PID)); err == nil {
+		if parent, err := b.proc.Identity(st.PPID); err == nil {
+			m.ParentPid, m.ParentStart = parent.PID, parent.StartTicks
+		}
+	}
+	if err := b.objs.Members.Update(id.PID, &m, ebpf.UpdateAny); err != nil {
+		_ = b.objs.Roots.Delete(id.PID)
+		return fmt.Errorf("register %s: members map: %w", id, err)
+	}
+	// The pid may have died, and even been reused, between the check and
+	// the insert; from here on the kernel keeps the entry exact.
+	if err := b.proc.Check(id); err != nil {
+		_ = b.objs.Members.Delete(id.PID)
+		_ = b.objs.Roots.Delete(id.PID)
+		return fmt.Errorf("register %s: %w", id, err)
+	}
+	_, err := b.proc.Adopt(id, b.isMemberLocked, func(child lineage.Stat, parent lineage.Identity) error {
+		cm := lineageMember{
+			Start:       child.StartTicks,
+			ParentPid:   parent.PID,
+			ParentStart: parent.StartTicks,
+			RootPid:     id.PID,
+			RootStart:   id.StartTicks,
+			Flags:       lineageMemberFlagMEMBER_F_ADOPTED,
+		}
+		return b.objs.Members.Update(child.PID, &cm, ebpf.UpdateAny)
+	})
+	if err != nil {
+		return fmt.Errorf("register %s: %w", id, err)
+	}
+	return nil
+}
+
+func (b *BPF) isMemberLocked(id lineage.Identity) bool {
+	var m lineageMember
+	return b.objs.Members.Lookup(id.PID, &m) == nil && m.Start == id.StartTicks
+}
+
+// Members implements Backend. Entries written by the kernel are exact;
+// entries written from user space are checked against /proc, and dropped if
+// their process is gone.
+func (b *BPF) Members(root lineage.Identity) ([]lineage.Member, error) {
+	var (
+		out   []lineage.Member
+		pid   uint32
+		m     lineageMember
+		stale []lineage.Identity
+	)
+	it := b.objs.Members.Iterate()
+	for it.Next(&pid, &m) {
+		if m.RootPid != root.PID || m.RootStart != root.StartTicks {
+			continue
+		}
+		id := lineage.Identity{PID: pid, StartTicks: m.Start}
+		if m.Flags&lineageMemberFlagMEMBER_F_ADOPTED != 0 {
+			if err := b.proc.Check(id); err != nil {
+				stale = append(stale, id)
+				continue
+			}
+		}
+		out = append(out, lineage.Member{
+			Identity:  id,
+			Parent:    lineage.Identity{PID: m.ParentPid, StartTicks: m.ParentStart},
+			Root:      root,
+			Contained: m.Flags&lineageMemberFlagMEMBER_F_CONTAINED != 0,
+		})
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("read members of %s: %w", root, err)
+	}
+	for _, id := range stale {
+		b.deleteMember(id)
+	}
+	return out, nil
+}
+
+// deleteMember removes id's entry if it still names id.
+func (b *BPF) deleteMember(id lineage.Identity) {
+	b.mapMu.Lock()
+	defer b.mapMu.Unlock()
+	var m lineageMember
+	if b.objs.Members.Lookup(id.PID, &m) == nil && m.Start == id.StartTicks {
+		_ = b.objs.Members.Delete(id.PID)
+	}
+}
+
+// Contain implements Backend.
+func (b *BPF) Contain(root lineage.Identity) (lineage.Containment, error) {
+	if err := b.setRootFlag(root, lineageRootFlagROOT_F_REAPING, true); err != nil {
+		return "", err
+	}
+	return b.loaded.Containment, nil
+}
+
+// SetDieWithSupervisor changes whether root's lineage is killed when this
+// process dies before reaping it.
+func (b *BPF) SetDieWithSupervisor(root lineage.Identity, on bool) error {
+	return b.setRootFlag(root, lineageRootFlagROOT_F_DIE_WITH_SUPERVISOR, on)
+}
+
+func (b *BPF) setRootFlag(root lineage.Identity, flag lineageRootFlag, on bool) error {
+	b.mapMu.Lock()
+	defer b.mapMu.Unlock()
+	var r lineageRoot
+	if err := b.objs.Roots.Lookup(root.PID, &r); err != nil || r.Start != root.StartTicks {
+		return fmt.Errorf("root %s: %w", root, ErrNotRoot)
+	}
+	if on {
+		r.Flags |= flag
+	} else {
+		r.Flags &^= flag
+	}
+	if err := b.objs.Roots.Update(root.PID, &r, ebpf.UpdateExist); err != nil {
+		return fmt.Errorf("root %s: update: %w", root, err)
+	}
+	return nil
+}
+
+// Forget implements Backend.
+func (b *BPF) Forget(root lineage.Identity) error {
+	b.mapMu.Lock()
+	var r lineageRoot
+	if err := b.objs.Roots.Lookup(root.PID, &r); err != nil || r.Start != root.StartTicks {
+		b.mapMu.Unlock()
+		return fmt.Errorf("forget %s: %w", root, ErrNotRoot)
+	}
+	_ = b.objs.Roots.Delete(root.PID)
+	b.mapMu.Unlock()
+
+	var (
+		pid  uint32
+		m    lineageMember
+		gone []lineage.Identity
+	)
+	it := b.objs.Members.Iterate()
+	for it.Next(&pid, &m) {
+		if m.RootPid == root.PID && m.RootStart == root.StartTicks {
+			gone = append(gone, lineage.Identity{PID: pid, StartTicks: m.Start})
+		}
+	}
+	for _, id := range gone {
+		b.deleteMember(id)
+	}
+	return it.Err()
+}
