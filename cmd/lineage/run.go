@@ -191,7 +191,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 
 	backend, choice, err := loader.Open(o.backend, loader.Options{
 		BPF:  &loader.BPFOptions{MaxMembers: o.MaxMembers},
-		Proc: &loader.ProcOptions{Interval: o.interval, NoSubreaper: true},
+		Proc: &loader.ProcOptions{Interval: o.interval, Reaper: children},
 	})
 	if err != nil {
 		return err

@@ -18,7 +18,7 @@ import (
 // proc_helper_linux_test.go).
 func openRealProc(t *testing.T) (*Proc, *procEvents) {
 	t.Helper()
-	p, err := OpenProc(&ProcOptions{NoSubreaper: true})
+	p, err := OpenProc(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
