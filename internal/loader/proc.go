@@ -53,6 +53,24 @@ type ProcOptions struct {
 	MaxPending int
 }
 
+// PollStats describe the proc backend's polling.
+type PollStats struct {
+	// Scans counts completed scans of /proc.
+	Scans uint64 `json:"scans"`
+	// Processes is how many processes the last scan saw.
+	Processes int `json:"processes"`
+	// ScanCPU is the CPU time of the last scan.
+	ScanCPU time.Duration `json:"scan_cpu_ns"`
+	// Interval is the time between two polls now.
+	Interval time.Duration `json:"interval_ns"`
+	// Adaptive is set when Interval follows the cost of a scan.
+	Adaptive bool `json:"adaptive"`
+	// Unattributed counts orphans reparented to this process that could not
+	// be attributed to exactly one spawned root: they escaped, and an
+	// EventFork with Untracked set said so.
+	Unattributed uint64 `json:"unattributed"`
+}
+
 // ChildReaper is what the proc backend needs of the process's one reaper of
 // its children: the status of each child reaped, and a way to wait for the
 // reports of the reaps already done.
