@@ -123,7 +123,13 @@ func (p *Proc) pollLocked() error {
 	return nil
 }
 
-func (p *Proc) keep(st lineage.Stat)            { p.cur.procs[int(st.PID)] = p.trusted(st) }
+func (p *Proc) keep(st lineage.Stat) {
+	if st.ExitCode == 0 && p.euid != 0 && st.Zombie() {
+		st = p.trusted(st)
+	}
+	p.cur.procs[int(st.PID)] = st
+}
+
 func (p *Proc) markUnreadable(pid int, _ error) { p.cur.unreadable[pid] = true }
 
 // change runs fn on the tracker under mu, then publishes the events it
