@@ -453,6 +453,9 @@ func TestProcOrphansAreAttributedToTheSpawnedRoot(t *testing.T) {
 	if ps := p.PollStats(); ps.Unattributed != 1 {
 		t.Errorf("unattributed = %d, want 1", ps.Unattributed)
 	}
+	if st, _ := p.Stats(); st.Unattributed != 1 {
+		t.Errorf("stats: unattributed = %d, want 1: an escape is never hidden", st.Unattributed)
+	}
 	for _, id := range []lineage.Identity{f.id(before), f.id(lost)} {
 		if p.isMember(id) {
 			t.Errorf("%s is a member", id)

@@ -315,10 +315,12 @@ func (p *Proc) Forget(root lineage.Identity) error {
 }
 
 // Stats implements Backend. Stale counts members whose pid was found reused
-// by another process before a poll saw them exit.
+// by another process before a poll saw them exit; Unattributed the orphans
+// that escaped because no one spawned root could claim them.
 func (p *Proc) Stats() (Stats, error) {
 	p.mu.Lock()
 	st := p.track.counts
+	st.Unattributed = p.track.unattributed
 	p.mu.Unlock()
 	st.EventsLost = p.queue.lostCount()
 	return st, nil
