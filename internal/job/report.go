@@ -147,6 +147,9 @@ func (r *Report) warnLosses(backend string) {
 	if r.Stats.MembersFull > 0 {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("%d processes were not tracked: the membership map was full (raise --max-members)", r.Stats.MembersFull))
 	}
+	if r.Stats.Unattributed > 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%d %s could not be attributed to one job, and escaped", r.Stats.Unattributed, plural(int(r.Stats.Unattributed), "orphan", "orphans")))
+	}
 	if backend == loader.BackendProc {
 		r.Limits = append(r.Limits, "proc backend: a process that lived and died between two scans is not in the record")
 	}

@@ -32,14 +32,14 @@ func TestReportText(t *testing.T) {
 			{Member: lineage.Member{Identity: leak, Parent: root}, Argv: []string{"sleep", "1"}, Signal: "TERM", Result: reap.Terminated},
 		}},
 		Decision: "reap: the root exited",
-		Stats:    loader.Stats{EventsLost: 3, Undecodable: 2},
+		Stats:    loader.Stats{EventsLost: 3, Undecodable: 2, Unattributed: 1},
 	}
 	r.setStatus(0)
 	r.warnLosses("bpf")
 	var out bytes.Buffer
 	r.WriteText(&out, TextOptions{})
 	text := out.String()
-	for _, want := range []string{"job sh -c 'sleep 1 &': exit 0 after 1.5s (backend bpf)", "1 process left behind", "101@6", "TERM", "terminated", "sleep 1", "3 events lost", "2 events could not be decoded"} {
+	for _, want := range []string{"job sh -c 'sleep 1 &': exit 0 after 1.5s (backend bpf)", "1 process left behind", "101@6", "TERM", "terminated", "sleep 1", "3 events lost", "2 events could not be decoded", "1 orphan could not be attributed"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("report lacks %q:\n%s", want, text)
 		}

@@ -74,7 +74,7 @@ func OpenTracker(opts TrackerOptions) (*Tracker, error) {
 	t.children = supervise.WatchChildren()
 	t.backend, t.choice, err = loader.Open(opts.Backend, loader.Options{
 		BPF:  &loader.BPFOptions{MaxMembers: opts.MaxMembers},
-		Proc: &loader.ProcOptions{Interval: opts.Interval, NoSubreaper: true},
+		Proc: &loader.ProcOptions{Interval: opts.Interval, Reaper: t.children},
 	})
 	if err != nil {
 		t.children.Close()

@@ -109,4 +109,7 @@ type Stats struct {
 	// Stale counts membership entries found to name a process that was
 	// gone, and dropped.
 	Stale uint64 `json:"stale"`
+	// Unattributed counts orphans the proc backend could not attribute to
+	// one spawned root: they escaped (see PollStats.Unattributed).
+	Unattributed uint64 `json:"unattributed,omitempty"`
 }

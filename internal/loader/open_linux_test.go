@@ -9,7 +9,7 @@ import (
 )
 
 func TestOpenProcWhenAsked(t *testing.T) {
-	b, choice, err := Open("proc", Options{Proc: &ProcOptions{NoSubreaper: true}})
+	b, choice, err := Open("proc", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestOpenBPFOrAuto(t *testing.T) {
 		if !errors.Is(err, ErrUnavailable) {
 			t.Fatalf("open bpf: %v", err)
 		}
-		a, achoice, aerr := Open("auto", Options{Proc: &ProcOptions{NoSubreaper: true}})
+		a, achoice, aerr := Open("auto", Options{})
 		if aerr != nil {
 			t.Fatalf("auto where bpf can't load: %v", aerr)
 		}

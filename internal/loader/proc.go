@@ -40,16 +40,48 @@ type ProcOptions struct {
 	// Budget is the share of one CPU core the adaptive poller may spend, in
 	// (0, 1] (default DefaultPollBudget).
 	Budget float64
-	// NoSubreaper keeps Spawn from making this process a child subreaper,
-	// for a caller that sets the bit, and reaps its orphans, itself: orphans
-	// reparented to this process are still attributed to their spawned root
-	// (see Proc.Spawn), and the poller reaps none of them. Without the bit,
-	// a double fork that completes between two polls escapes.
-	NoSubreaper bool
+	// Reaper, when set, is the process's one reaper of its children (in
+	// lineage, supervise.Children). It reaps the members that are this
+	// process's children (the spawned roots, and the orphans reparented
+	// here when this process is a child subreaper); through it the backend
+	// learns their exit statuses. The proc backend itself never waits for
+	// a child.
+	Reaper ChildReaper
 	// MaxPending bounds the events waiting for Run (default 65536); events
 	// beyond it are dropped and counted as EventsLost. Membership stays
 	// exact.
 	MaxPending int
+}
+
+// PollStats describe the proc backend's polling.
+type PollStats struct {
+	// Scans counts completed scans of /proc.
+	Scans uint64 `json:"scans"`
+	// Processes is how many processes the last scan saw.
+	Processes int `json:"processes"`
+	// ScanCPU is the CPU time of the last scan.
+	ScanCPU time.Duration `json:"scan_cpu_ns"`
+	// Interval is the time between two polls now.
+	Interval time.Duration `json:"interval_ns"`
+	// Adaptive is set when Interval follows the cost of a scan.
+	Adaptive bool `json:"adaptive"`
+	// Unattributed counts orphans reparented to this process that could not
+	// be attributed to exactly one spawned root: they escaped, and an
+	// EventFork with Untracked set said so.
+	Unattributed uint64 `json:"unattributed"`
+}
+
+// ChildReaper is what the proc backend needs of the process's one reaper of
+// its children: the status of each child reaped, and a way to wait for the
+// reports of the reaps already done.
+type ChildReaper interface {
+	// OnReap has fn called with the pid and wait status of every child
+	// reaped from then on. fn does not block and calls nothing of the
+	// reaper.
+	OnReap(fn func(pid int, status lineage.ExitStatus))
+	// Sync returns once every child reaped before the call has been
+	// reported to the OnReap function.
+	Sync()
 }
 
 // Validate checks o. Errors wrap lineage.ErrInvalid.

@@ -140,7 +140,7 @@ func BenchmarkProcScan(b *testing.B) {
 				report(b, procs, cpu, wall, scans)
 			})
 			b.Run("poll", func(b *testing.B) {
-				p, err := OpenProc(&ProcOptions{NoSubreaper: true, Interval: time.Hour})
+				p, err := OpenProc(&ProcOptions{Interval: time.Hour})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -155,7 +155,7 @@ func BenchmarkProcScan(b *testing.B) {
 				c := startCPUClock()
 				for b.Loop() {
 					p.scanMu.Lock()
-					if err := p.scanLocked(); err != nil {
+					if err := p.pollLocked(); err != nil {
 						b.Fatal(err)
 					}
 					p.scanMu.Unlock()
@@ -176,7 +176,7 @@ func BenchmarkProcPollerCPU(b *testing.B) {
 	for _, n := range []int{100, 1000, 5000} {
 		b.Run(fmt.Sprintf("sleepers=%d", n), func(b *testing.B) {
 			root := startSleepers(b, n)
-			p, err := OpenProc(&ProcOptions{NoSubreaper: true})
+			p, err := OpenProc(nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -203,11 +203,10 @@ func (p *Proc) spawnFake(tb testing.TB, st lineage.Stat) {
 	tb.Helper()
 	p.scanMu.Lock()
 	defer p.scanMu.Unlock()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.spawned[st.Identity] = true
-	p.roots[st.Identity] = &procRoot{id: st.Identity, spawned: true}
-	p.addMember(st, p.self.Identity, st.Identity, true)
+	_ = p.change(func(t *procTracker) error {
+		t.addRoot(st, t.self.Identity, true, &procScan{}, "", []string{st.Comm})
+		return nil
+	})
 }
 
 func (f *fakeProcTree) stat(p fakeProcess) lineage.Stat {
@@ -454,6 +453,9 @@ func TestProcOrphansAreAttributedToTheSpawnedRoot(t *testing.T) {
 	if ps := p.PollStats(); ps.Unattributed != 1 {
 		t.Errorf("unattributed = %d, want 1", ps.Unattributed)
 	}
+	if st, _ := p.Stats(); st.Unattributed != 1 {
+		t.Errorf("stats: unattributed = %d, want 1: an escape is never hidden", st.Unattributed)
+	}
 	for _, id := range []lineage.Identity{f.id(before), f.id(lost)} {
 		if p.isMember(id) {
 			t.Errorf("%s is a member", id)
@@ -529,33 +531,6 @@ func TestProcCloseStopsEverything(t *testing.T) {
 	}
 	if err := p.Close(); err != nil {
 		t.Errorf("second close: %v", err)
-	}
-}
-
-func TestProcAdaptiveInterval(t *testing.T) {
-	p := &Proc{opts: (&ProcOptions{}).withDefaults()}
-	for _, tc := range []struct {
-		cost, want time.Duration
-	}{
-		{100 * time.Microsecond, DefaultMinInterval},     // floor
-		{5 * time.Millisecond, 125 * time.Millisecond},   // 5 ms / (80 % of 5 %)
-		{60 * time.Millisecond, 1500 * time.Millisecond}, // a rise is followed at once
-		{10 * time.Second, DefaultMaxInterval},           // ceiling
-	} {
-		p.setInterval(tc.cost)
-		if p.poll.Interval != tc.want {
-			t.Errorf("scan cost %v: interval %v, want %v", tc.cost, p.poll.Interval, tc.want)
-		}
-	}
-	// A fall is followed slowly.
-	p.setInterval(time.Millisecond)
-	if p.poll.Interval < DefaultMaxInterval/2 {
-		t.Errorf("interval fell to %v after one cheap scan", p.poll.Interval)
-	}
-	fixed := &Proc{opts: (&ProcOptions{Interval: 3 * time.Second}).withDefaults()}
-	fixed.setInterval(time.Hour)
-	if fixed.poll.Interval != 3*time.Second || fixed.poll.Adaptive {
-		t.Errorf("fixed interval: %+v", fixed.poll)
 	}
 }
 

@@ -16,13 +16,16 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/supervise"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
 // The proc backend's scenarios run in a child process, the test binary
 // re-executed with procHelperEnv naming the scenario: the subreaper bit and
-// the orphans it brings stay out of the test process. The child prints what
-// it saw, one line each, for the test to check.
+// the orphans it brings stay out of the test process. The child supervises
+// as lineage run does (supervise makes it the subreaper and reaps its
+// children, and tells the backend their statuses) and prints what it saw,
+// one line each, for the test to check.
 const procHelperEnv = "LINEAGE_PROC_TEST_HELPER"
 
 func init() {
@@ -97,11 +100,12 @@ func helpUnprivileged(say func(string, ...any)) error {
 // after the first poll; the sleeper is expected to escape, and is killed all
 // the same.
 func helpEscapes(say func(string, ...any), sleep string, noSubreaper bool) error {
+	var sv *supervisor
 	opts := &ProcOptions{}
 	script := ""
 	want := map[string]string{} // sleep argument → escape
 	if noSubreaper {
-		opts = &ProcOptions{NoSubreaper: true, Interval: time.Minute}
+		opts = &ProcOptions{Interval: time.Minute}
 		arg := procEscapeArg(sleep, 3)
 		script = fmt.Sprintf("sleep 0.5\n"+procEscapes[3].script+"\nsleep 0.3\n", arg)
 		want[arg] = procEscapes[3].name
@@ -111,6 +115,11 @@ func helpEscapes(say func(string, ...any), sleep string, noSubreaper bool) error
 			script += fmt.Sprintf(e.script, arg) + "\n"
 			want[arg] = e.name
 		}
+		var err error
+		if sv, err = startSupervising(opts); err != nil {
+			return err
+		}
+		defer sv.children.Close()
 	}
 	p, err := OpenProc(opts)
 	if err != nil {
@@ -134,15 +143,15 @@ func helpEscapes(say func(string, ...any), sleep string, noSubreaper bool) error
 	// Output to /dev/null, not a pipe: the sleepers would keep a pipe open
 	// and Wait would wait for them.
 	cmd := exec.Command("sh", "-c", script+"echo started")
-	root, err := p.Spawn(cmd, RootOptions{})
+	root, err := sv.spawn(p, cmd)
 	if err != nil {
 		cancel()
 		return err
 	}
 	say("root %d %d", root.PID, root.StartTicks)
-	if err := cmd.Wait(); err != nil {
+	if err := sv.wait(cmd, root); err != nil {
 		cancel()
-		return fmt.Errorf("job: %w", err)
+		return err
 	}
 
 	// Every sleeper the job left, found by its argument, member or not.
@@ -179,7 +188,7 @@ func helpEscapes(say func(string, ...any), sleep string, noSubreaper bool) error
 		}
 	}
 
-	// Reap: kill by identity, then let the poller reap the zombies it
+	// Reap: kill by identity, and let the supervisor reap the zombies it
 	// inherited, until the lineage is empty.
 	for _, pr := range sleepers {
 		testutil.KillIdentity(pr.PID, pr.StartTicks)
@@ -224,12 +233,18 @@ func helpEscapes(say func(string, ...any), sleep string, noSubreaper bool) error
 }
 
 // helpOrphans leaves orphans that are no one's members and checks that the
-// poller still reaps their zombies. "ambiguous": two spawned roots each leave
+// supervisor still reaps their zombies. "ambiguous": two spawned roots each leave
 // a daemon, double-forked after the first poll, in a session of its own that
 // no poll saw: neither can be attributed. "forget": a root's daemon is a
 // member, then the root is forgotten.
 func helpOrphans(say func(string, ...any), sleep, mode string) error {
-	p, err := OpenProc(&ProcOptions{Interval: time.Minute})
+	opts := &ProcOptions{Interval: time.Minute}
+	sv, err := startSupervising(opts)
+	if err != nil {
+		return err
+	}
+	defer sv.children.Close()
+	p, err := OpenProc(opts)
 	if err != nil {
 		return err
 	}
@@ -257,16 +272,16 @@ func helpOrphans(say func(string, ...any), sleep, mode string) error {
 		// Late enough that the polls Spawn asks for are over.
 		script := fmt.Sprintf("sleep 1\n"+procEscapes[3].script+"\n", procEscapeArg(sleep, i))
 		cmd := exec.Command("sh", "-c", script)
-		root, err := p.Spawn(cmd, RootOptions{})
+		root, err := sv.spawn(p, cmd)
 		if err != nil {
 			return err
 		}
 		say("root %d %d", root.PID, root.StartTicks)
 		roots, cmds = append(roots, root), append(cmds, cmd)
 	}
-	for _, cmd := range cmds {
-		if err := cmd.Wait(); err != nil {
-			return fmt.Errorf("job: %w", err)
+	for i, cmd := range cmds {
+		if err := sv.wait(cmd, roots[i]); err != nil {
+			return err
 		}
 	}
 	var daemons []testutil.Proc
@@ -332,7 +347,7 @@ func helpOrphans(say func(string, ...any), sleep, mode string) error {
 		say("untracked %d %d", id.PID, id.StartTicks)
 	}
 	mu.Unlock()
-	// Kill them; their zombies are ours, and the poller must reap them.
+	// Kill them; their zombies are ours, and the supervisor must reap them.
 	for _, d := range daemons {
 		testutil.KillIdentity(d.PID, d.StartTicks)
 	}
@@ -351,6 +366,54 @@ func helpOrphans(say func(string, ...any), sleep, mode string) error {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
+	}
+	return nil
+}
+
+// supervisor is what a helper needs of lineage run's supervision: with it,
+// the helper is a child subreaper and supervise reaps its children; nil, it
+// waits for its children itself.
+type supervisor struct {
+	children *supervise.Children
+	exits    map[lineage.Identity]<-chan lineage.ExitStatus
+}
+
+// startSupervising makes this process a subreaper that reaps its children,
+// and hands the reaper to the proc backend opts is for.
+func startSupervising(opts *ProcOptions) (*supervisor, error) {
+	if err := supervise.BecomeSubreaper(); err != nil {
+		return nil, err
+	}
+	sv := &supervisor{children: supervise.WatchChildren(), exits: map[lineage.Identity]<-chan lineage.ExitStatus{}}
+	opts.Reaper = sv.children
+	return sv, nil
+}
+
+// spawn starts cmd as a root, as lineage run does: a job that exits at once
+// stays a zombie, and so visible, until it is registered.
+func (sv *supervisor) spawn(p *Proc, cmd *exec.Cmd) (lineage.Identity, error) {
+	if sv == nil {
+		return p.Spawn(cmd, RootOptions{})
+	}
+	release := sv.children.Hold()
+	root, err := p.Spawn(cmd, RootOptions{})
+	release()
+	if err == nil {
+		sv.exits[root] = sv.children.Wait(int(root.PID))
+	}
+	return root, err
+}
+
+// wait waits for the job to exit 0.
+func (sv *supervisor) wait(cmd *exec.Cmd, root lineage.Identity) error {
+	if sv == nil {
+		if err := cmd.Wait(); err != nil {
+			return fmt.Errorf("job: %w", err)
+		}
+		return nil
+	}
+	if st := <-sv.exits[root]; st != 0 {
+		return fmt.Errorf("job: %s", st)
 	}
 	return nil
 }

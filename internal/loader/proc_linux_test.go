@@ -18,7 +18,7 @@ import (
 // proc_helper_linux_test.go).
 func openRealProc(t *testing.T) (*Proc, *procEvents) {
 	t.Helper()
-	p, err := OpenProc(&ProcOptions{NoSubreaper: true})
+	p, err := OpenProc(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,8 @@ func TestProcRegisterAdoptsExistingDescendants(t *testing.T) {
 
 // The escapes of a leaky job, caught through the subreaper: a `&` sleeper,
 // a setsid one, a nohup one and a double-forked daemon, each a member after
-// the job exits, each killed and reaped by the helper, with its status.
+// the job exits, each killed and reaped by the helper's supervisor, which
+// tells the backend its status.
 func TestProcCatchesEscapesThroughTheSubreaper(t *testing.T) {
 	testProcEscapes(t, false)
 }
@@ -263,10 +264,11 @@ func TestProcDoubleForkBetweenPollsEscapesWithoutSubreaper(t *testing.T) {
 	}
 }
 
-// Orphans that are no one's members are still ours to reap: when two spawned
-// roots could each have left one (the documented ambiguity), and when their
-// root was forgotten.
-func TestProcReapsOrphansThatAreNoOnesMembers(t *testing.T) {
+// Orphans that are no one's members are still reaped, by the supervisor the
+// proc backend runs under: when two spawned roots could each have left one
+// (the documented ambiguity, which the backend reports), and when their root
+// was forgotten.
+func TestProcOrphansThatAreNoOnesMembersAreReaped(t *testing.T) {
 	for _, mode := range []string{"ambiguous", "forget"} {
 		t.Run(mode, func(t *testing.T) {
 			marker := testutil.Marker(t)

@@ -32,8 +32,11 @@ func BecomeSubreaper() error {
 // runs (exec.Cmd.Wait included). Its methods are safe for concurrent use.
 type Children struct {
 	// holding is held while reaping, and by Hold.
-	holding  sync.Mutex
+	holding sync.Mutex
+	// mu is held from each wait4 to the end of its report, so that Sync
+	// can wait for the reports.
 	mu       sync.Mutex
+	onReap   func(pid int, status lineage.ExitStatus)
 	statuses map[int]lineage.ExitStatus
 	waiters  map[int][]chan lineage.ExitStatus
 	sigs     chan os.Signal
@@ -76,27 +79,51 @@ func (c *Children) loop() {
 func (c *Children) reapAll() {
 	c.holding.Lock()
 	defer c.holding.Unlock()
-	for {
-		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil || pid <= 0 {
-			return
-		}
-		c.mu.Lock()
-		status := lineage.ExitStatus(ws)
-		if ws := c.waiters[pid]; len(ws) > 0 {
-			for _, w := range ws {
-				w <- status
-			}
-			delete(c.waiters, pid)
-		} else {
-			c.statuses[pid] = status
-		}
-		c.mu.Unlock()
+	for c.reapOne() {
 	}
+}
+
+// reapOne reaps one child that has exited, if there is one, and reports it.
+func (c *Children) reapOne() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ws unix.WaitStatus
+	pid, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+	for errors.Is(err, unix.EINTR) {
+		pid, err = unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+	}
+	if err != nil || pid <= 0 {
+		return false
+	}
+	status := lineage.ExitStatus(ws)
+	if c.onReap != nil {
+		c.onReap(pid, status)
+	}
+	if ws := c.waiters[pid]; len(ws) > 0 {
+		for _, w := range ws {
+			w <- status
+		}
+		delete(c.waiters, pid)
+	} else {
+		c.statuses[pid] = status
+	}
+	return true
+}
+
+// OnReap has fn called with the pid and status of every child reaped from
+// then on, the ones waited for included, right after each is reaped. fn
+// must not block nor call c's methods. A later OnReap replaces fn.
+func (c *Children) OnReap(fn func(pid int, status lineage.ExitStatus)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onReap = fn
+}
+
+// Sync returns once every child reaped before the call has been reported
+// to the OnReap function. Unlike Hold, it does not stop reaping.
+func (c *Children) Sync() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 }
 
 // Hold stops reaping until release is called, so that a child that exits

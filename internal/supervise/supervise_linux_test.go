@@ -4,9 +4,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
 const helperEnv = "LINEAGE_SUPERVISE_HELPER"
@@ -36,12 +40,21 @@ func TestChildrenReapsOrphansAndReportsTheJob(t *testing.T) {
 	}
 }
 
-func superviseJob() error {
+func superviseJob() (err error) {
 	if err := BecomeSubreaper(); err != nil {
 		return err
 	}
 	children := WatchChildren()
 	defer children.Close()
+	var (
+		mu      sync.Mutex
+		reports = map[int]lineage.ExitStatus{}
+	)
+	children.OnReap(func(pid int, status lineage.ExitStatus) {
+		mu.Lock()
+		reports[pid] = status
+		mu.Unlock()
+	})
 	// A job that leaves an orphan, which comes back to us, then exits 3.
 	job := exec.Command("sh", "-c", "(sleep 0.2; exit 4) & exit 3")
 	if err := job.Start(); err != nil {
@@ -51,6 +64,21 @@ func superviseJob() error {
 	if code, ok := st.Exited(); !ok || code != 3 {
 		return fmt.Errorf("job status %v, want exit 3", st)
 	}
+	defer func() {
+		// Every child reaped was reported, the job's and the orphan's.
+		children.Sync()
+		mu.Lock()
+		defer mu.Unlock()
+		var codes []int
+		for _, st := range reports {
+			code, _ := st.Exited()
+			codes = append(codes, code)
+		}
+		slices.Sort(codes)
+		if err == nil && (reports[job.Process.Pid] != st || !slices.Equal(codes, []int{3, 4})) {
+			err = fmt.Errorf("reported %v, want the job's exit 3 and the orphan's exit 4", reports)
+		}
+	}()
 	// The orphan came back to us and, once it exited, was reaped: no child
 	// is left, zombie or not.
 	deadline := time.Now().Add(5 * time.Second)
