@@ -228,8 +228,9 @@ func runRun(ctx context.Context, o *runOptions) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
 
-	// Only the kernel can end the lineage if lineage itself is killed.
-	dieWithUs := !o.KeepOnAbort && backend.Name() == loader.BackendBPF
+	// Only the kernel can end the lineage if lineage itself is killed; with
+	// the kill switch off, nothing does.
+	dieWithUs := !o.KeepOnAbort && !o.reaping.Off && backend.Name() == loader.BackendBPF
 	started := time.Now()
 	// A job that exits at once stays a zombie, and so visible, until the
 	// backend has registered it.
