@@ -18,10 +18,14 @@ import (
 // stormScript is a bounded fork storm: every process logs its pid, then
 // forks children as fast as it can, each of which does the same one level
 // down, and finally sleeps. At most width^depth processes (about 1,400).
+// The job exits once the storm has run 0.7 s and started at least 100
+// processes (on a slow machine, such as an emulated one, that takes
+// longer), or after 30 s.
 func stormScript(log, sleepArg string, width, depth int) string {
 	return fmt.Sprintf(`storm='echo $$ >> %[1]s; d=$1; if [ "$d" -gt 0 ]; then i=0; while [ $i -lt %[3]d ]; do sh -c "$0" "$0" $((d - 1)) & i=$((i + 1)); done; fi; exec sleep %[2]s'
 sh -c "$storm" "$storm" %[4]d &
-sleep 0.7`, log, sleepArg, width, depth)
+sleep 0.7
+n=0; while [ $n -lt 300 ] && [ "$(cat %[1]s 2>/dev/null | wc -l)" -lt 100 ]; do sleep 0.1; n=$((n + 1)); done`, log, sleepArg, width, depth)
 }
 
 func TestRunReapsAForkStormCompletely(t *testing.T) {

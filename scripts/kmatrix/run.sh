@@ -211,15 +211,25 @@ fetch_kernel() {
 	fi
 	if [ -n "$pkg" ] && [ -n "${ver:-}" ]; then
 		local kdir="$cache/kernels/${pkg}_$ver"
-		if [ ! -f "$kdir/.done" ]; then
-			local deb="" d
-			(cd "$cache/debs" && apt-get "${apt[@]}" download "$pkg=$ver" >"$dir/download.log" 2>&1) || true
-			for d in "$cache/debs/${pkg}"_*.deb; do
-				[ -f "$d" ] && [ "$(dpkg-deb -f "$d" Version)" = "$ver" ] && deb=$d
-			done
-			if [ -n "$deb" ]; then
-				rm -rf "$kdir"
+		if [ ! -f "$kdir/.done" ] || ! ls "$kdir"/boot/vmlinuz-* >/dev/null 2>&1; then
+			rm -rf "$kdir"
+			# Newer kernels ship vmlinuz in linux-binary-ABI, a dependency
+			# of linux-image-ABI of the same version.
+			local p d deb ok=1
+			for p in "$pkg" $(apt-cache "${apt[@]}" show --no-all-versions "$pkg" 2>/dev/null |
+				awk '$1 == "Depends:"' | tr ',' '\n' | grep -o 'linux-binary-[^ ]*' || true); do
+				deb=""
+				(cd "$cache/debs" && apt-get "${apt[@]}" download "$p=$ver" >>"$dir/download.log" 2>&1) || true
+				for d in "$cache/debs/${p}"_*.deb; do
+					[ -f "$d" ] && [ "$(dpkg-deb -f "$d" Version)" = "$ver" ] && deb=$d
+				done
+				if [ -z "$deb" ]; then
+					ok=0
+					break
+				fi
 				dpkg-deb -x "$deb" "$kdir"
+			done
+			if [ $ok = 1 ]; then
 				touch "$kdir/.done"
 			fi
 		fi
