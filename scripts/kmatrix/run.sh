@@ -388,13 +388,17 @@ for k in "${kernels[@]}"; do
 		fi
 		result[$k/$name]="$res$mark"
 		printf '  %-18s %-8s %8s%s\n' "$name" "$res" "$secs" "$mark" | tee -a "$summary"
-		# The tests' own verdicts, one line each.
-		awk -v name="$name" '
+		# The tests' own verdicts, one line each, and for a failure its
+		# first few messages (the whole output is in the log).
+		awk -v name="$name" -v failed="$([ "$res" = PASS ] || echo 1)" '
 			$1 == "KMATRIX-BEGIN" && $2 == name { in_ = 1; next }
 			in_ && $1 == "KMATRIX-END" { in_ = 0 }
-			in_ && /^ *--- (PASS|FAIL|SKIP): / { sub(/^ +/, ""); print "      " $0 }' "$vmlog" | tee -a "$summary"
+			in_ && /^ *--- (PASS|FAIL|SKIP): / { sub(/^ +/, ""); print "      " $0 }
+			in_ && failed && /^ +[a-z_0-9]+\.go:[0-9]+: / && shown < 4 { sub(/^ +/, ""); print "        " substr($0, 1, 240); shown++ }' "$vmlog" | tee -a "$summary"
 	done <"$plan"
 done
+
+[ -z "$shell_cmd" ] || die "kernel ${kernels[0]} is not available"
 
 # The matrix: kernels by scenarios.
 {
