@@ -86,6 +86,8 @@ func runJob(t *testing.T, mark string, env []string, args ...string) runResult {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A leftover holding lineage's stderr open must not keep Wait waiting.
+	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
