@@ -188,6 +188,12 @@ suites_of() {
 keyring=""
 [ -f /usr/share/keyrings/debian-archive-keyring.gpg ] && keyring="[signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] "
 
+# find_vmlinuz DIR: the kernel image in an extracted package: in /boot, or
+# (newer packages) in /usr/lib/modules/ABI.
+find_vmlinuz() {
+	ls "$1"/boot/vmlinuz-* "$1"/usr/lib/modules/*/vmlinuz 2>/dev/null | head -n1
+}
+
 # fetch_kernel KERNEL: prints "PACKAGE VERSION VMLINUZ" of the newest cloud
 # kernel of KERNEL's suites, downloaded and extracted into the cache, or
 # nothing when it can't be fetched (and no earlier download is cached).
@@ -211,7 +217,7 @@ fetch_kernel() {
 	fi
 	if [ -n "$pkg" ] && [ -n "${ver:-}" ]; then
 		local kdir="$cache/kernels/${pkg}_$ver"
-		if [ ! -f "$kdir/.done" ] || ! ls "$kdir"/boot/vmlinuz-* >/dev/null 2>&1; then
+		if [ ! -f "$kdir/.done" ] || [ -z "$(find_vmlinuz "$kdir")" ]; then
 			rm -rf "$kdir"
 			# Newer kernels ship vmlinuz in linux-binary-ABI, a dependency
 			# of linux-image-ABI of the same version.
@@ -235,7 +241,7 @@ fetch_kernel() {
 		fi
 		if [ -f "$kdir/.done" ]; then
 			local vmlinuz
-			vmlinuz=$(ls "$kdir"/boot/vmlinuz-* 2>/dev/null | head -n1)
+			vmlinuz=$(find_vmlinuz "$kdir")
 			if [ -n "$vmlinuz" ]; then
 				echo "$pkg $ver $vmlinuz" >"$current"
 			fi
