@@ -5,12 +5,14 @@
 #   make demo      lineage run on a leaky demo job, then the report
 #   make bench     benchmarks, printed as the README's table
 #   make generate  rebuild the BPF objects (needs clang, llvm, libbpf-dev)
+#   make kmatrix   the kernel matrix: Debian's kernels under QEMU, lineage's
+#                  per-kernel tests inside (KERNELS=5.10 make kmatrix: one)
 
 GO ?= go
 BIN := bin/lineage
 GOFLAGS_TEST ?= -race -count=1 -timeout 45m
 
-.PHONY: all build test test-short demo bench generate vet fmt clean
+.PHONY: all build test test-short demo bench generate vet fmt clean kmatrix
 
 all: build
 
@@ -32,6 +34,9 @@ demo: build
 
 bench: build
 	./scripts/bench.sh $(BIN)
+
+kmatrix:
+	./scripts/kmatrix/run.sh
 
 generate:
 	$(GO) generate ./internal/loader

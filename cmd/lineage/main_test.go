@@ -22,7 +22,7 @@ func init() {
 }
 
 func TestMain(m *testing.M) {
-	switch os.Getenv(testModeEnv) {
+	switch mode := os.Getenv(testModeEnv); mode {
 	case "":
 		os.Exit(m.Run())
 	case "lineage":
@@ -35,6 +35,8 @@ func TestMain(m *testing.M) {
 			os.Exit(0)
 		}()
 		syscall.RawSyscall(syscall.SYS_EXIT, 0, 0, 0)
+	case modeCloneParent, modeVfork, modeThreadFork:
+		os.Exit(forkHelper(mode))
 	}
 	os.Exit(2)
 }

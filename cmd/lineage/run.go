@@ -165,7 +165,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 			Stdout:            os.Stdout,
 			Stderr:            os.Stderr,
 			Keep:              o.keep,
-			DieWithSupervisor: !o.KeepOnAbort,
+			DieWithSupervisor: !o.KeepOnAbort && !o.reaping.Off, // the kill switch covers a hard cancel too
 		},
 		Deadline: o.Deadline,
 		Linger:   o.Linger,

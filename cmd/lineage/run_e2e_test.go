@@ -87,6 +87,8 @@ func runJob(t *testing.T, mark string, env []string, args ...string) runResult {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A leftover holding lineage's stderr open must not keep Wait waiting.
+	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -115,6 +117,11 @@ func runJob(t *testing.T, mark string, env []string, args ...string) runResult {
 	case err == nil:
 	case errors.As(err, &ee):
 		res.code = ee.ExitCode()
+	case errors.Is(err, exec.ErrWaitDelay):
+		// lineage exited, but something it left alive holds its stderr:
+		// the survivors check below names it.
+		res.code = cmd.ProcessState.ExitCode()
+		t.Errorf("lineage exited, but its stderr stayed open %v longer", cmd.WaitDelay)
 	default:
 		t.Fatal(err)
 	}
