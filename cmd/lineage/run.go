@@ -8,11 +8,13 @@ import (
 	"os/exec"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lineage-dev/lineage/internal/guardian"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
@@ -33,6 +35,7 @@ type runOptions struct {
 	Keep        []string
 	Reaping     string
 	KeepOnAbort bool
+	HardCancel  string
 	MaxMembers  uint32
 	Interval    string
 	Verbose     bool
@@ -104,6 +107,8 @@ be run; 127 when it was not found.`,
 	f.StringArrayVar(&opts.Keep, "keep", nil, "spare processes on purpose: `RULE` is exe:/abs/path, PID@START or root:PID@START (repeatable)")
 	f.StringVar(&opts.Reaping, "reaping", "", "on or off; off reports leftovers and kills nothing (LINEAGE_REAPING in the environment wins)")
 	f.BoolVar(&opts.KeepOnAbort, "keep-on-abort", false, "if lineage itself is killed (SIGKILL), leave the lineage running for inspection instead of killing it in the kernel")
+	f.StringVar(&opts.HardCancel, "hard-cancel", hardCancelAuto, "who reaps the lineage if lineage is killed: auto (the kernel where it can, else a guardian) or guardian")
+	_ = f.MarkHidden("hard-cancel")
 	f.Uint32Var(&opts.MaxMembers, "max-members", loader.DefaultMaxMembers, "bpf backend: how many processes can be tracked at once")
 	f.StringVar(&opts.Interval, "interval", "", "proc backend: time between two /proc scans (default: adapts to the machine)")
 	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "say which backend is used and why, and report every member")
@@ -119,6 +124,9 @@ func (o *runOptions) parse(cmd *cobra.Command, getenv func(string) string) error
 	}
 	if o.Deadline < 0 {
 		return fmt.Errorf("--deadline %v: must not be negative", o.Deadline)
+	}
+	if o.HardCancel != hardCancelAuto && o.HardCancel != hardCancelGuardian {
+		return fmt.Errorf("--hard-cancel %q: want auto or guardian", o.HardCancel)
 	}
 	if o.Linger < 0 {
 		return fmt.Errorf("--linger %v: must not be negative", o.Linger)
@@ -204,7 +212,10 @@ func runRun(ctx context.Context, o *runOptions) error {
 	tree := lineage.NewTree()
 	runCtx, stopEvents := context.WithCancel(context.Background())
 	eventsDone := make(chan error, 1)
-	go func() { eventsDone <- backend.Run(runCtx, tree.Apply) }()
+	var toGuardian atomic.Pointer[guardian.Guardian]
+	go func() {
+		eventsDone <- backend.Run(runCtx, func(ev lineage.Event) { tree.Apply(ev); streamForks(&toGuardian, ev) })
+	}()
 	stopRecording := func() {
 		stopEvents()
 		if err := <-eventsDone; err != nil {
@@ -230,7 +241,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 	defer signal.Stop(sigs)
 
 	// Only the kernel can end the lineage if lineage itself is killed.
-	dieWithUs := !o.KeepOnAbort && backend.Name() == loader.BackendBPF
+	dieWithUs := !o.KeepOnAbort && backend.Name() == loader.BackendBPF && o.HardCancel != hardCancelGuardian
 	started := time.Now()
 	// A job that exits at once stays a zombie, and so visible, until the
 	// backend has registered it.
@@ -243,6 +254,10 @@ func runRun(ctx context.Context, o *runOptions) error {
 		return exitError{exitCannotRun}
 	}
 	defer backend.Forget(root)
+	// Elsewhere, a guardian does; it is told done before Forget.
+	if g := startGuardian(o, backend, root, caller, tree, &toGuardian); g != nil {
+		defer g.Done()
+	}
 	rootExit := children.Wait(int(root.PID))
 
 	end := waitJob(o, procFS, root, rootExit, sigs)
