@@ -240,8 +240,15 @@ func runRun(ctx context.Context, o *runOptions) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
 
-	// Only the kernel can end the lineage if lineage itself is killed.
+	// If lineage itself is killed, the kernel ends the lineage where it
+	// can; a guardian does elsewhere.
 	dieWithUs := !o.KeepOnAbort && backend.Name() == loader.BackendBPF && o.HardCancel != hardCancelGuardian
+	g := startGuardian(o, backend, caller, true)
+	defer func() {
+		if g != nil {
+			_ = g.Done()
+		}
+	}()
 	started := time.Now()
 	// A job that exits at once stays a zombie, and so visible, until the
 	// backend has registered it.
@@ -254,10 +261,10 @@ func runRun(ctx context.Context, o *runOptions) error {
 		return exitError{exitCannotRun}
 	}
 	defer backend.Forget(root)
-	// Elsewhere, a guardian does; it is told done before Forget.
-	if g := startGuardian(o, backend, root, caller, tree, &toGuardian); g != nil {
-		defer g.Done()
+	if g == nil {
+		g = startGuardian(o, backend, caller, false)
 	}
+	guardJob(g, root, tree, &toGuardian)
 	rootExit := children.Wait(int(root.PID))
 
 	end := waitJob(o, procFS, root, rootExit, sigs)

@@ -30,47 +30,62 @@ func kernelHardCancel(o *runOptions, backend loader.Backend) bool {
 }
 
 // startGuardian starts the job's guardian when a hard cancel would
-// otherwise leave the lineage running, and from then on streams the tree's
-// new members to it through stream (proc). It returns nil when no guardian
-// is wanted or it could not start (then it says so).
-func startGuardian(o *runOptions, backend loader.Backend, root lineage.Identity, caller policy.Caller, tree *lineage.Tree, stream *atomic.Pointer[guardian.Guardian]) *guardian.Guardian {
-	if o.KeepOnAbort || o.reaping.Off || kernelHardCancel(o, backend) {
+// otherwise leave the lineage running: with the proc backend before the job
+// (beforeJob), which it must see first; with bpf after, beside the running
+// job. It returns nil when no guardian is wanted now or it could not start
+// (then it says so).
+func startGuardian(o *runOptions, backend loader.Backend, caller policy.Caller, beforeJob bool) *guardian.Guardian {
+	bpf, isBPF := backend.(*loader.BPF)
+	if o.KeepOnAbort || o.reaping.Off || kernelHardCancel(o, backend) || beforeJob == isBPF {
 		return nil
 	}
 	cfg := guardian.Config{
-		Args: []string{guardianCommand},
-		Root: root, Caller: caller, Keep: o.keep, Reaping: o.reaping, Grace: o.Grace,
+		Args:   []string{guardianCommand},
+		Caller: caller, Keep: o.keep, Reaping: o.reaping, Grace: o.Grace,
 	}
 	if f, ok := o.s.err.(*os.File); ok {
 		cfg.Stderr = f
 	}
 	var err error
-	if cfg.Path, err = os.Executable(); err == nil {
-		if b, ok := backend.(*loader.BPF); ok {
-			cfg.KernelContainment = b.KernelContainment()
-			cfg.Handoff, err = b.HandoffFiles()
-		}
+	if cfg.Path, err = os.Executable(); err == nil && isBPF {
+		cfg.KernelContainment = bpf.KernelContainment()
+		cfg.Handoff, err = bpf.HandoffFiles()
 	}
 	var g *guardian.Guardian
 	if err == nil {
 		g, err = guardian.Start(cfg)
 	}
+	if err == nil && !isBPF {
+		// A scan that sees the guardian now keeps the proc backend from
+		// taking it for an orphan of the job.
+		_, err = backend.Members(lineage.Identity{})
+	}
 	if err != nil {
 		fmt.Fprintf(o.s.err, "lineage: no guardian: a hard cancel would leave the job's lineage running: %v\n", err)
+		if g != nil {
+			_ = g.Done()
+		}
 		return nil
 	}
 	if o.Verbose {
 		fmt.Fprintf(o.s.err, "lineage: guardian %d reaps the lineage if lineage is killed\n", g.PID())
 	}
-	if cfg.Handoff == nil {
-		// Every member is in the tree now, or will be applied after the
-		// pointer is set and so be streamed.
-		stream.Store(g)
-		for _, m := range tree.Live(root) {
-			g.Member(m.Identity)
-		}
-	}
 	return g
+}
+
+// guardJob names the job to the guardian, if there is one, and from then
+// on streams the tree's new members to it through stream (proc).
+func guardJob(g *guardian.Guardian, root lineage.Identity, tree *lineage.Tree, stream *atomic.Pointer[guardian.Guardian]) {
+	if g == nil {
+		return
+	}
+	g.Root(root)
+	// Every member is in the tree now, or will be applied after the
+	// pointer is set and so be streamed.
+	stream.Store(g)
+	for _, m := range tree.Live(root) {
+		g.Member(m.Identity)
+	}
 }
 
 // streamForks passes each new member to the guardian, if there is one.

@@ -19,12 +19,12 @@ const reapSlack = 30 * time.Second
 
 // abort ends the lineage of a lineage that died before it said done: decide,
 // contain, reap, say what happened.
-func abort(h *hello, src source, stderr io.Writer) error {
+func abort(h *hello, root lineage.Identity, src source, stderr io.Writer) error {
 	d := policy.Decide(policy.Input{
 		// A hard cancel ends the job as its root's exit would.
 		Event:   policy.RootExit,
 		Reaping: h.Reaping,
-		Kept:    h.Keep.KeepsRoot(h.Root),
+		Kept:    h.Keep.KeepsRoot(root),
 	})
 	if d.Action != policy.Reap {
 		fmt.Fprintf(stderr, "lineage guardian: lineage died before it finished; %s: nothing signalled\n", d)
@@ -42,7 +42,7 @@ func abort(h *hello, src source, stderr io.Writer) error {
 	opts := reap.Options{
 		Grace:  h.Grace,
 		Keep:   keeper(h.Keep, fs),
-		Refuse: refuser(h.Caller, h.Root),
+		Refuse: refuser(h.Caller, root),
 	}
 	if how != "" || containErr != nil {
 		// On an error the reaper notes it and stops the set itself.
@@ -50,7 +50,7 @@ func abort(h *hello, src source, stderr io.Writer) error {
 	}
 	rep, err := reap.Reap(ctx, src, opts)
 	fmt.Fprintf(stderr, "lineage guardian: lineage died before it finished; reaped %s (%s): %d terminated, %d killed, %d exited, %d kept, %d refused, %d survived\n",
-		h.Root, rep.Containment, rep.Count(reap.Terminated), rep.Count(reap.Killed), rep.Count(reap.Exited),
+		root, rep.Containment, rep.Count(reap.Terminated), rep.Count(reap.Killed), rep.Count(reap.Exited),
 		rep.Count(reap.Kept), rep.Count(reap.Refused), rep.Count(reap.Survived))
 	for _, o := range rep.Outcomes {
 		if o.Result == reap.Refused || o.Result == reap.Survived {
@@ -58,7 +58,7 @@ func abort(h *hello, src source, stderr io.Writer) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("reap %s: %w", h.Root, err)
+		return fmt.Errorf("reap %s: %w", root, err)
 	}
 	return nil
 }

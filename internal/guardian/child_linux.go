@@ -81,12 +81,20 @@ func Serve(ctrl io.Reader, opts ServeOptions) error {
 		return fmt.Errorf("%w: %w", ErrDisarmed, err)
 	}
 	defer src.close()
+	var root lineage.Identity
 	for lines.Scan() {
 		m, err := decode(lines.Bytes())
 		switch {
 		case err != nil:
 		case m.Hello != nil:
 			err = fmt.Errorf("%w message: a second hello", lineage.ErrInvalid)
+		case m.Root != nil && !root.IsZero():
+			err = fmt.Errorf("%w message: a second root", lineage.ErrInvalid)
+		case m.Root != nil:
+			root = *m.Root
+			src.setRoot(root)
+		case m.Member != nil && root.IsZero():
+			err = fmt.Errorf("%w message: a member before the root", lineage.ErrInvalid)
 		case m.Member != nil:
 			err = src.add(*m.Member)
 		case m.Done:
@@ -99,7 +107,10 @@ func Serve(ctrl io.Reader, opts ServeOptions) error {
 	if err := lines.Err(); err != nil {
 		return fmt.Errorf("%w: %w", ErrDisarmed, err)
 	}
-	return abort(h, src, opts.Stderr)
+	if root.IsZero() {
+		return nil // lineage died before its job ran
+	}
+	return abort(h, root, src, opts.Stderr)
 }
 
 // inherited returns the n descriptors that follow ControlFD, after

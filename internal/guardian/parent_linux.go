@@ -25,10 +25,9 @@ type Config struct {
 	// not depend on lineage to copy its output.
 	Stderr *os.File
 
-	// Root is the job; Caller is lineage's protected set (see
-	// policy.Caller); Keep and Reaping are the job's keep rules and kill
-	// switch; Grace is the time between SIGTERM and SIGKILL.
-	Root    lineage.Identity
+	// Caller is lineage's protected set (see policy.Caller); Keep and
+	// Reaping are the job's keep rules and kill switch; Grace is the time
+	// between SIGTERM and SIGKILL.
 	Caller  policy.Caller
 	Keep    policy.KeepRules
 	Reaping policy.Reaping
@@ -52,19 +51,23 @@ type Guardian struct {
 
 	mu      sync.Mutex
 	wake    *sync.Cond
-	queue   []lineage.Identity
+	queue   []message
 	done    bool
 	written chan struct{} // closed once the writer has finished
 }
 
-// Start starts the guardian for cfg.Root and tells it what it needs. It
-// returns once the guardian runs; from then on, if lineage dies without
-// calling Done, the guardian reaps the lineage. Start closes cfg.Handoff
-// whatever happens.
+// Start starts the guardian and tells it what it needs; [Guardian.Root]
+// then names the job. Start returns once the guardian runs; from the Root
+// call on, if lineage dies without calling Done, the guardian reaps the
+// lineage. Start closes cfg.Handoff whatever happens.
+//
+// With the proc backend, start the guardian before the job, and let the
+// backend see it (a scan) before the job starts: the proc backend takes a
+// child lineage starts after a job for an orphan of that job.
 func Start(cfg Config) (*Guardian, error) {
 	defer closeAll(cfg.Handoff)
 	h := hello{
-		Version: version, Root: cfg.Root, Caller: cfg.Caller, Keep: cfg.Keep,
+		Version: version, Caller: cfg.Caller, Keep: cfg.Keep,
 		Reaping: cfg.Reaping, Grace: cfg.Grace, Backend: backendProc,
 	}
 	if cfg.Handoff != nil {
@@ -130,17 +133,24 @@ func closeAll(files []*os.File) {
 // PID is the guardian's process id.
 func (g *Guardian) PID() int { return g.pid }
 
+// Root names the job whose lineage the guardian guards; call it once, as
+// soon as the job runs. It never blocks.
+func (g *Guardian) Root(id lineage.Identity) { g.send(message{Root: &id}) }
+
 // Member tells the guardian of a member of the job's lineage (proc backend;
 // with the bpf backend the guardian reads the kernel's map and Member does
 // nothing). It never blocks: members queue up for a writer goroutine.
 // Telling the same member twice is harmless.
 func (g *Guardian) Member(id lineage.Identity) {
-	if !g.proc {
-		return
+	if g.proc {
+		g.send(message{Member: &id})
 	}
+}
+
+func (g *Guardian) send(m message) {
 	g.mu.Lock()
 	if !g.done {
-		g.queue = append(g.queue, id)
+		g.queue = append(g.queue, m)
 		g.wake.Signal()
 	}
 	g.mu.Unlock()
@@ -167,7 +177,7 @@ func (g *Guardian) Done() error {
 	return nil
 }
 
-// write sends queued members, then done, then closes the pipe. A write
+// write sends queued messages, then done, then closes the pipe. A write
 // error (the guardian is gone) ends it.
 func (g *Guardian) write() {
 	defer close(g.written)
@@ -186,8 +196,8 @@ func (g *Guardian) write() {
 			return
 		}
 		buf = buf[:0]
-		for i := range batch {
-			buf = append(buf, encode(message{Member: &batch[i]})...)
+		for _, m := range batch {
+			buf = append(buf, encode(m)...)
 		}
 		if _, err := g.w.Write(buf); err != nil {
 			g.mu.Lock()

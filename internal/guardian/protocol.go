@@ -11,8 +11,8 @@ import (
 )
 
 // The protocol is JSON, one message a line, from lineage to the guardian:
-// one hello first, then members (proc backend only), then done. Nothing
-// flows back.
+// one hello first, then the job's root once it runs, then members (proc
+// backend only), then done. Nothing flows back.
 const (
 	// version is the protocol's; a guardian refuses any other.
 	version = 1
@@ -31,7 +31,6 @@ const (
 // hello is the first message: what the guardian needs to reap the job.
 type hello struct {
 	Version int              `json:"version"`
-	Root    lineage.Identity `json:"root"`
 	Caller  policy.Caller    `json:"caller"`
 	Keep    policy.KeepRules `json:"keep,omitempty"`
 	Reaping policy.Reaping   `json:"reaping"`
@@ -46,6 +45,7 @@ type hello struct {
 // message is one line: exactly one of its fields is set.
 type message struct {
 	Hello  *hello            `json:"hello,omitempty"`
+	Root   *lineage.Identity `json:"root,omitempty"`
 	Member *lineage.Identity `json:"member,omitempty"`
 	Done   bool              `json:"done,omitempty"`
 }
@@ -73,17 +73,20 @@ func decode(line []byte) (message, error) {
 		return message{}, fmt.Errorf("%w message: trailing data", lineage.ErrInvalid)
 	}
 	n := 0
-	for _, set := range []bool{m.Hello != nil, m.Member != nil, m.Done} {
+	for _, set := range []bool{m.Hello != nil, m.Root != nil, m.Member != nil, m.Done} {
 		if set {
 			n++
 		}
 	}
 	if n != 1 {
-		return message{}, fmt.Errorf("%w message: %d kinds set, want one of hello, member, done", lineage.ErrInvalid, n)
+		return message{}, fmt.Errorf("%w message: %d kinds set, want one of hello, root, member, done", lineage.ErrInvalid, n)
 	}
-	if m.Member != nil {
-		if err := m.Member.Validate(); err != nil {
-			return message{}, fmt.Errorf("%w member: %w", lineage.ErrInvalid, err)
+	for what, id := range map[string]*lineage.Identity{"root": m.Root, "member": m.Member} {
+		if id == nil {
+			continue
+		}
+		if err := id.Validate(); err != nil {
+			return message{}, fmt.Errorf("%w %s: %w", lineage.ErrInvalid, what, err)
 		}
 	}
 	if m.Hello != nil {
@@ -103,8 +106,6 @@ func (h *hello) validate() error {
 	switch {
 	case h.Version != version:
 		return bad("protocol version %d, want %d", h.Version, version)
-	case h.Root.Validate() != nil:
-		return bad("root: %v", h.Root.Validate())
 	case h.Caller.Validate() != nil:
 		return bad("%v", h.Caller.Validate())
 	case h.Grace <= 0 || h.Grace > maxGrace:

@@ -14,7 +14,9 @@ import (
 type source interface {
 	// Members lists the live members, as reap.Source.
 	Members() ([]lineage.Member, error)
-	// add learns of a member (proc); the bpf source refuses it.
+	// setRoot names the job, once; add learns of a member after it
+	// (proc; the bpf source refuses it).
+	setRoot(root lineage.Identity)
 	add(id lineage.Identity) error
 	// contain keeps the lineage from growing where the kernel can; ""
 	// with no error means it can't, and the reaper stops the set itself.
@@ -28,7 +30,7 @@ func openSource(h *hello, files func(int) ([]*os.File, error)) (source, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &procSource{fs: fs, root: h.Root, known: map[lineage.Identity]lineage.Identity{h.Root: {}}}, nil
+		return &procSource{fs: fs, known: make(map[lineage.Identity]lineage.Identity)}, nil
 	}
 	fds, err := files(h.Files)
 	if err != nil {
@@ -38,7 +40,7 @@ func openSource(h *hello, files func(int) ([]*os.File, error)) (source, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &bpfSource{h: ho, root: h.Root}, nil
+	return &bpfSource{h: ho}, nil
 }
 
 // bpfSource reads the membership the kernel keeps.
@@ -46,6 +48,8 @@ type bpfSource struct {
 	h    *loader.Handoff
 	root lineage.Identity
 }
+
+func (s *bpfSource) setRoot(root lineage.Identity) { s.root = root }
 
 func (s *bpfSource) Members() ([]lineage.Member, error) { return s.h.Members(s.root) }
 
@@ -65,6 +69,11 @@ type procSource struct {
 	fs    proc.FS
 	root  lineage.Identity
 	known map[lineage.Identity]lineage.Identity // member → parent, if known
+}
+
+func (s *procSource) setRoot(root lineage.Identity) {
+	s.root = root
+	s.known[root] = lineage.Identity{}
 }
 
 func (s *procSource) add(id lineage.Identity) error {
