@@ -18,7 +18,7 @@ import (
 // hardCancelArgs are the flags that make each backend leave a hard cancel
 // to the guardian: bpf as on a kernel whose exit hook can't kill.
 var hardCancelArgs = map[string][]string{
-	"bpf":  {"--backend", "bpf", "--hard-cancel", "guardian"},
+	"bpf": {"--backend", "bpf", "--hard-cancel", "guardian"},
 	// A fast fixed poll, so that lineage has seen the daemon before the
 	// cancel: an orphan born in the last poll interval escapes the proc
 	// backend, and so the guardian (a documented limit).
