@@ -27,6 +27,7 @@ type runOptions struct {
 	Keep        []string
 	Reaping     string
 	KeepOnAbort bool
+	HardCancel  string
 	MaxMembers  uint32
 	Interval    string
 	Verbose     bool
@@ -98,6 +99,8 @@ be run; 127 when it was not found.`,
 	f.StringArrayVar(&opts.Keep, "keep", nil, "spare processes on purpose: `RULE` is exe:/abs/path, PID@START or root:PID@START (repeatable)")
 	f.StringVar(&opts.Reaping, "reaping", "", "on or off; off reports leftovers and kills nothing (LINEAGE_REAPING in the environment wins)")
 	f.BoolVar(&opts.KeepOnAbort, "keep-on-abort", false, "if lineage itself is killed (SIGKILL), leave the lineage running for inspection instead of killing it in the kernel")
+	f.StringVar(&opts.HardCancel, "hard-cancel", hardCancelAuto, "who reaps the lineage if lineage is killed: auto (the kernel where it can, else a guardian) or guardian")
+	_ = f.MarkHidden("hard-cancel")
 	f.Uint32Var(&opts.MaxMembers, "max-members", loader.DefaultMaxMembers, "bpf backend: how many processes can be tracked at once")
 	f.StringVar(&opts.Interval, "interval", "", "proc backend: time between two /proc scans (default: adapts to the machine)")
 	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "say which backend is used and why, and report every member")
@@ -113,6 +116,9 @@ func (o *runOptions) parse(cmd *cobra.Command, getenv func(string) string) error
 	}
 	if o.Deadline < 0 {
 		return fmt.Errorf("--deadline %v: must not be negative", o.Deadline)
+	}
+	if o.HardCancel != hardCancelAuto && o.HardCancel != hardCancelGuardian {
+		return fmt.Errorf("--hard-cancel %q: want auto or guardian", o.HardCancel)
 	}
 	if o.Linger < 0 {
 		return fmt.Errorf("--linger %v: must not be negative", o.Linger)
@@ -166,6 +172,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 			Stderr:            os.Stderr,
 			Keep:              o.keep,
 			DieWithSupervisor: !o.KeepOnAbort && !o.reaping.Off, // the kill switch covers a hard cancel too
+			Guardian:          o.guardian(),
 		},
 		Deadline: o.Deadline,
 		Linger:   o.Linger,
@@ -184,6 +191,37 @@ func runRun(ctx context.Context, o *runOptions) error {
 		fmt.Fprintf(o.s.err, "lineage: %v\n", err)
 	}
 	return exitError{end.ExitCode()}
+}
+
+// How a hard cancel (lineage SIGKILLed with its process group) is answered:
+// the hidden --hard-cancel flag.
+const (
+	// hardCancelAuto: the kernel's exit hook where it can kill, a guardian
+	// otherwise.
+	hardCancelAuto = "auto"
+	// hardCancelGuardian: a guardian, never the kernel (tests; it is how
+	// an older kernel behaves).
+	hardCancelGuardian = "guardian"
+)
+
+// guardian asks for lineage's own hidden guardian command, when lineage
+// can find its executable (else a hard cancel is answered by the kernel
+// alone, where it can).
+func (o *runOptions) guardian() job.GuardianSpec {
+	path, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(o.s.err, "lineage: no guardian: %v\n", err)
+		return job.GuardianSpec{}
+	}
+	g := job.GuardianSpec{
+		Path: path, Args: []string{guardianCommand},
+		Always:  o.HardCancel == hardCancelGuardian,
+		Reaping: o.reaping, Grace: o.Grace,
+	}
+	if f, ok := o.s.err.(*os.File); ok {
+		g.Stderr = f
+	}
+	return g
 }
 
 // writeReport writes the JSON report if asked, then prints the report for

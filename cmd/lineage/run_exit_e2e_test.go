@@ -133,14 +133,15 @@ func TestRunCatchesAForkInTheJobsFirstInstruction(t *testing.T) {
 	}
 }
 
-func TestRunSurvivesItsOwnSIGKILLOnlyWhereTheKernelCan(t *testing.T) {
+func TestRunLineageDiesWithLineageSIGKILLed(t *testing.T) {
 	for _, backend := range backends {
 		t.Run(backend, func(t *testing.T) {
 			requireBackend(t, backend)
 			mark := testutil.Marker(t)
 			testutil.CheckNoLeaks(t, mark)
 			s := testutil.Sleep(mark)
-			cmd := startUntilReady(t, nil, "run", "--backend", backend, "--", "sh", "-c",
+			// --interval: lineage must have seen the orphan before it dies.
+			cmd := startUntilReady(t, nil, "run", "--backend", backend, "--interval", "20ms", "--", "sh", "-c",
 				fmt.Sprintf("setsid sleep %[1]s & (sleep %[1]s &) & nohup sleep %[1]s >/dev/null 2>&1 & sleep 0.3; echo ready; sleep %[1]s", s))
 			for deadline := time.Now().Add(5 * time.Second); len(testutil.Sleepers(mark)) != 4; {
 				if time.Now().After(deadline) {
@@ -157,18 +158,9 @@ func TestRunSurvivesItsOwnSIGKILLOnlyWhereTheKernelCan(t *testing.T) {
 			for len(testutil.Sleepers(mark)) > 0 && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
 			}
-			left := testutil.Sleepers(mark)
-			switch backend {
-			case loader.BackendBPF:
-				if len(left) != 0 {
-					t.Errorf("the lineage outlived lineage's SIGKILL: %v", left)
-				}
-			default:
-				// The documented limit: without BPF nothing is left to
-				// act once lineage is killed.
-				if len(left) == 0 {
-					t.Errorf("the proc backend can't kill the lineage when lineage is killed, yet nothing is left: the README's limit is out of date")
-				}
+			// The kernel (bpf) or the guardian (proc) ends the lineage.
+			if left := testutil.Sleepers(mark); len(left) != 0 {
+				t.Errorf("the lineage outlived lineage's SIGKILL: %v", left)
 				for _, p := range left {
 					testutil.KillIdentity(p.PID, p.StartTicks)
 				}
@@ -318,11 +310,20 @@ func TestRunRefusesBadInputAndStartsNothing(t *testing.T) {
 // not nil, receives lineage's stderr.
 func startUntilReady(t *testing.T, stderr *bytes.Buffer, args ...string) *exec.Cmd {
 	t.Helper()
+	return startUntilReadyWith(t, func(cmd *exec.Cmd) {
+		if stderr != nil {
+			cmd.Stderr = stderr
+		}
+	}, args...)
+}
+
+// startUntilReadyWith is startUntilReady with setup applied to the command
+// before it starts.
+func startUntilReadyWith(t *testing.T, setup func(*exec.Cmd), args ...string) *exec.Cmd {
+	t.Helper()
 	cmd := lineageCmd(args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if stderr != nil {
-		cmd.Stderr = stderr
-	}
+	setup(cmd)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

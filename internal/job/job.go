@@ -26,7 +26,12 @@ type Job struct {
 }
 
 // Close stops tracking the job's lineage. It signals nothing.
-func (j *Job) Close() error { return j.t.backend.Forget(j.root) }
+// A guardian, if the job has one, is told the job is done: it exits and
+// touches nothing.
+func (j *Job) Close() error {
+	j.t.unguard()
+	return j.t.backend.Forget(j.root)
+}
 
 // Decide asks the policy what to do with the lineage for in.Event, with
 // the job's keep rules, and records the decision for the report.

@@ -24,9 +24,11 @@ type Spec struct {
 	// Keep spares processes on purpose; a rule that keeps the root turns
 	// a reap into a report.
 	Keep policy.KeepRules
-	// DieWithSupervisor asks the kernel to kill the lineage if the tracker's
-	// process dies before reaping it (bpf backend only).
+	// DieWithSupervisor asks that the lineage be killed if the tracker's
+	// process dies before reaping it: by the kernel where it can, else by
+	// the guardian Guardian asks for.
 	DieWithSupervisor bool
+	Guardian          GuardianSpec
 }
 
 // Spawn starts s as a new root, in a process group of its own (the
@@ -53,8 +55,10 @@ func (t *Tracker) Spawn(s Spec) (*Job, error) {
 		cmd.SysProcAttr.Foreground = true
 		cmd.SysProcAttr.Ctty = term.FD()
 	}
-	// Only the kernel can end the lineage if the tracker is killed.
-	dieWithUs := s.DieWithSupervisor && t.backend.Name() == loader.BackendBPF
+	// The kernel ends the lineage if the tracker is killed where it can;
+	// a guardian does elsewhere.
+	dieWithUs := s.DieWithSupervisor && !s.Guardian.Always && t.backend.Name() == loader.BackendBPF
+	g := t.startGuardian(s, true)
 	started := time.Now()
 	// A job that exits at once stays a zombie, and so visible, until the
 	// backend has registered it.
@@ -62,8 +66,15 @@ func (t *Tracker) Spawn(s Spec) (*Job, error) {
 	root, err := t.backend.Spawn(cmd, loader.RootOptions{DieWithSupervisor: dieWithUs})
 	release()
 	if err != nil {
+		if g != nil {
+			_ = g.Done()
+		}
 		return nil, &StartError{Code: ExitCannotRun, Err: fmt.Errorf("run %s: %w", s.Command[0], err)}
 	}
+	if g == nil {
+		g = t.startGuardian(s, false)
+	}
+	t.guard(g, root)
 	j := &Job{t: t, root: root, keep: s.Keep, term: term, started: started}
 	j.exit = t.children.Wait(int(root.PID))
 	j.rep = Report{Command: s.Command, Root: root, Backend: t.choice, Started: started}

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/lineage-dev/lineage/internal/guardian"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
@@ -43,6 +45,10 @@ type Tracker struct {
 	children *supervise.Children
 	log      io.Writer
 	verbose  bool
+
+	// guardian, once set, is sent every new member (one guarded job per
+	// tracker: lineage run's).
+	guardian atomic.Pointer[guardian.Guardian]
 
 	stopEvents context.CancelFunc
 	eventsDone chan error
@@ -89,7 +95,7 @@ func (t *Tracker) startEvents() {
 	ctx, stop := context.WithCancel(context.Background())
 	t.stopEvents = stop
 	t.eventsDone = make(chan error, 1)
-	go func() { t.eventsDone <- t.backend.Run(ctx, t.tree.Apply) }()
+	go func() { t.eventsDone <- t.backend.Run(ctx, t.apply) }()
 }
 
 // Drain stops recording events once the pending ones are in the tree, so

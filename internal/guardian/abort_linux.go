@@ -1,0 +1,90 @@
+package guardian
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/internal/proc"
+	"github.com/lineage-dev/lineage/internal/reap"
+)
+
+// reapSlack is how long a reap may take beyond the grace before the
+// guardian kills what it knows without waiting, and exits: every guardian
+// has a finite lifetime.
+const reapSlack = 30 * time.Second
+
+// abort ends the lineage of a lineage that died before it said done: decide,
+// contain, reap, say what happened.
+func abort(h *hello, root lineage.Identity, src source, stderr io.Writer) error {
+	d := policy.Decide(policy.Input{
+		// A hard cancel ends the job as its root's exit would.
+		Event:   policy.RootExit,
+		Reaping: h.Reaping,
+		Kept:    h.Keep.KeepsRoot(root),
+	})
+	if d.Action != policy.Reap {
+		fmt.Fprintf(stderr, "lineage guardian: lineage died before it finished; %s: nothing signalled\n", d)
+		return nil
+	}
+	// Contain before anything else: the kernel kills new children from
+	// now on, so the lineage can't grow while it is listed.
+	how, containErr := src.contain()
+	fs, err := proc.Open("/proc")
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), h.Grace+reapSlack)
+	defer cancel()
+	opts := reap.Options{
+		Grace:  h.Grace,
+		Keep:   keeper(h.Keep, fs),
+		Refuse: refuser(h.Caller, root),
+	}
+	if how != "" || containErr != nil {
+		// On an error the reaper notes it and stops the set itself.
+		opts.Contain = func() (lineage.Containment, error) { return how, containErr }
+	}
+	rep, err := reap.Reap(ctx, src, opts)
+	fmt.Fprintf(stderr, "lineage guardian: lineage died before it finished; reaped %s (%s): %d terminated, %d killed, %d exited, %d kept, %d refused, %d survived\n",
+		root, rep.Containment, rep.Count(reap.Terminated), rep.Count(reap.Killed), rep.Count(reap.Exited),
+		rep.Count(reap.Kept), rep.Count(reap.Refused), rep.Count(reap.Survived))
+	for _, o := range rep.Outcomes {
+		if o.Result == reap.Refused || o.Result == reap.Survived {
+			fmt.Fprintf(stderr, "lineage guardian: %s %s: %s\n", o.Member.Identity, o.Result, o.Reason)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("reap %s: %w", root, err)
+	}
+	return nil
+}
+
+// keeper applies the keep rules as `lineage run` does: an exe rule matches
+// the executable the kernel shows for the process.
+func keeper(rules policy.KeepRules, fs proc.FS) func(lineage.Member) (bool, string) {
+	if len(rules) == 0 {
+		return nil
+	}
+	return func(m lineage.Member) (bool, string) {
+		if exe, err := fs.Exe(int(m.PID)); err == nil && exe != "" {
+			m.Filename = exe
+		}
+		rule, ok := rules.Spares(m)
+		if !ok {
+			return false, ""
+		}
+		return true, "kept by --keep " + rule.String()
+	}
+}
+
+// refuser is lineage's protected set, as lineage told it: its own pid, its
+// ancestors and its process group stay protected after its death.
+func refuser(caller policy.Caller, root lineage.Identity) func(lineage.Member, lineage.Stat) (string, bool) {
+	return func(m lineage.Member, st lineage.Stat) (string, bool) {
+		return policy.Protect(caller, root, policy.Candidate{Member: m, Stat: st})
+	}
+}
