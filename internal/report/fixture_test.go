@@ -94,7 +94,9 @@ func fixture(tb testing.TB) []byte {
 	return buf.Bytes()
 }
 
-func id(pid uint32, start uint64) lineage.Identity { return lineage.Identity{PID: pid, StartTicks: start} }
+func id(pid uint32, start uint64) lineage.Identity {
+	return lineage.Identity{PID: pid, StartTicks: start}
+}
 
 func must(tb testing.TB, err error) {
 	tb.Helper()
