@@ -41,6 +41,7 @@ lineage polls /proc instead.`,
 	root.AddCommand(
 		newCmdRun(s, nil),
 		newCmdDoctor(s, nil),
+		newCmdReport(s, nil),
 	)
 	return root
 }
