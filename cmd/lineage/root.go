@@ -43,6 +43,7 @@ lineage polls /proc instead.`,
 	root.AddCommand(
 		newCmdRun(s, nil),
 		newCmdDoctor(s, nil),
+		newCmdReport(s, nil),
 		newCmdGuardian(s),
 	)
 	return root

@@ -1,0 +1,227 @@
+package report
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/record"
+)
+
+// Report is a record reconstructed: its processes as a forest by lineage
+// parent, a summary, and what the record could not tell.
+type Report struct {
+	Header    record.Header `json:"header"`
+	HasHeader bool          `json:"has_header"`
+	Summary   Summary       `json:"summary"`
+	// Problems are the record's bad lines and other limits; Dropped counts
+	// problems beyond record.MaxProblems.
+	Problems []record.Problem `json:"problems,omitempty"`
+	Dropped  int              `json:"problems_dropped,omitempty"`
+	// First and Last are the earliest and latest times the record shows.
+	First time.Duration `json:"first_ns"`
+	Last  time.Duration `json:"last_ns"`
+	// Unknowns say what the record could not tell, in words.
+	Unknowns []string `json:"unknowns,omitempty"`
+
+	// tops are the processes whose lineage parent is not in the record, in
+	// start order; each process's children are in start order too.
+	tops  []*Process
+	count int
+}
+
+// Summary counts what the report shows.
+type Summary struct {
+	Events    int `json:"events"`
+	Processes int `json:"processes"`
+	Roots     int `json:"roots"`
+	Leaks     int `json:"leaks"`
+	Reaped    int `json:"reaped"`
+	Kept      int `json:"kept"`
+	// Unended counts processes whose end the record doesn't show.
+	Unended int `json:"unended"`
+	// Lost is how many events the kernel could not deliver, in Losses
+	// loss events.
+	Lost     uint64 `json:"lost"`
+	Losses   int    `json:"losses"`
+	BadLines int    `json:"bad_lines"`
+}
+
+// Build reads the whole record from r and reconstructs it. It fails only
+// when r can't be read at all or holds nothing readable (errors then wrap
+// lineage.ErrInvalid); damage is reported in Problems.
+func Build(r *record.Reader) (*Report, error) {
+	rep := &Report{Header: r.Header(), HasHeader: r.HasHeader()}
+	procs := make(map[lineage.Identity]*Process)
+	for {
+		ev, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		rep.add(procs, ev)
+	}
+	rep.Problems, rep.Dropped = r.Problems(), r.Dropped()
+	rep.Summary.Events = r.Events()
+	rep.Summary.BadLines = rep.Dropped
+	for _, p := range rep.Problems {
+		if p.Line > 0 {
+			rep.Summary.BadLines++
+		}
+	}
+	if !rep.HasHeader && rep.Summary.Events == 0 {
+		return nil, fmt.Errorf("%w record: nothing readable: %s", lineage.ErrInvalid, firstProblem(rep.Problems))
+	}
+	rep.link(procs)
+	rep.explain()
+	return rep, nil
+}
+
+func firstProblem(ps []record.Problem) string {
+	if len(ps) == 0 {
+		return "no events"
+	}
+	return ps[0].String()
+}
+
+// add folds one event into the process it names.
+func (rep *Report) add(procs map[lineage.Identity]*Process, ev record.Event) {
+	if ev.Boot > 0 && (rep.First == 0 || ev.Boot < rep.First) {
+		rep.First = ev.Boot
+	}
+	rep.Last = max(rep.Last, ev.Boot)
+	if ev.Kind == record.KindLoss {
+		rep.Summary.Lost += ev.Count
+		rep.Summary.Losses++
+		return
+	}
+	p, ok := procs[ev.Process]
+	if !ok {
+		rep.count++
+		p = &Process{ID: ev.Process, Track: rep.count, Start: lineage.TicksToDuration(ev.Process.StartTicks)}
+		procs[ev.Process] = p
+	}
+	p.apply(ev)
+}
+
+// link settles every process and builds the forest.
+func (rep *Report) link(procs map[lineage.Identity]*Process) {
+	s := &rep.Summary
+	for _, p := range procs {
+		if p.Start > 0 && p.Start < rep.First {
+			rep.First = p.Start
+		}
+		if !p.Ended {
+			p.End = max(rep.Last, p.Start)
+			s.Unended++
+		}
+		p.settle()
+		if parent, ok := procs[p.Parent]; ok && parent != p {
+			parent.children = append(parent.children, p)
+		} else {
+			rep.tops = append(rep.tops, p)
+		}
+		s.Processes++
+		s.Roots += b2i(p.IsRoot)
+		s.Leaks += b2i(p.Leaked)
+		s.Reaped += b2i(p.Outcome == Killed || p.Outcome == Terminated)
+		s.Kept += b2i(p.Outcome == Kept)
+	}
+	byStart := func(a, b *Process) int {
+		return cmp.Or(cmp.Compare(a.Start, b.Start), lineage.Compare(a.ID, b.ID))
+	}
+	slices.SortFunc(rep.tops, byStart)
+	for _, p := range procs {
+		slices.SortFunc(p.children, byStart)
+	}
+	rep.cutCycles(procs)
+}
+
+// cutCycles makes the forest a forest even when a damaged record makes a
+// process its own ancestor: each cycle is cut at its earliest process, which
+// becomes a top.
+func (rep *Report) cutCycles(procs map[lineage.Identity]*Process) {
+	seen := make(map[*Process]bool, len(procs))
+	rep.Walk(func(p *Process) bool { seen[p] = true; return true })
+	if len(seen) == len(procs) {
+		return
+	}
+	var lost []*Process
+	for _, p := range procs {
+		if !seen[p] {
+			lost = append(lost, p)
+		}
+	}
+	slices.SortFunc(lost, func(a, b *Process) int { return lineage.Compare(a.ID, b.ID) })
+	for _, p := range lost {
+		if seen[p] {
+			continue
+		}
+		parent := procs[p.Parent]
+		parent.children = slices.DeleteFunc(parent.children, func(c *Process) bool { return c == p })
+		sub := &Report{tops: []*Process{p}}
+		sub.Walk(func(q *Process) bool { seen[q] = true; return true })
+		rep.tops = append(rep.tops, p)
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Walk calls fn for every process in tree order (depth first, children in
+// start order), with Depth set, until fn returns false. A process that is
+// its own ancestor (a damaged record) is visited once.
+func (rep *Report) Walk(fn func(*Process) bool) {
+	type frame struct {
+		p     *Process
+		depth int
+	}
+	stack := make([]frame, 0, len(rep.tops))
+	for i := len(rep.tops) - 1; i >= 0; i-- {
+		stack = append(stack, frame{rep.tops[i], 0})
+	}
+	for len(stack) > 0 {
+		f := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		f.p.Depth = f.depth
+		if !fn(f.p) {
+			return
+		}
+		for i := len(f.p.children) - 1; i >= 0; i-- {
+			stack = append(stack, frame{f.p.children[i], f.depth + 1})
+		}
+	}
+}
+
+// Children returns p's children in start order.
+func (p *Process) Children() []*Process { return p.children }
+
+// explain fills Unknowns.
+func (rep *Report) explain() {
+	s := rep.Summary
+	add := func(format string, args ...any) { rep.Unknowns = append(rep.Unknowns, fmt.Sprintf(format, args...)) }
+	if s.Lost > 0 {
+		add("events the kernel could not deliver: %d (in %d losses): processes, argv or ends may be missing", s.Lost, s.Losses)
+	}
+	if s.BadLines > 0 {
+		add("lines that could not be read: %d: the events on them are missing", s.BadLines)
+	}
+	noFork := 0
+	rep.Walk(func(p *Process) bool { noFork += b2i(!p.ForkSeen); return true })
+	if noFork > 0 {
+		add("processes seen without their fork: %d: their start is known to the clock tick (10 ms)", noFork)
+	}
+	if s.Unended > 0 {
+		add("processes without a recorded end: %d: alive when the record stopped, or their exit was lost", s.Unended)
+	}
+}

@@ -1,0 +1,123 @@
+package report
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+)
+
+// traceEvent is one event of the Trace Event Format (the JSON that
+// chrome://tracing and Perfetto open). Times are microseconds.
+type traceEvent struct {
+	Name string         `json:"name"`
+	Cat  string         `json:"cat,omitempty"`
+	Ph   string         `json:"ph"`
+	TS   float64        `json:"ts"`
+	Dur  *float64       `json:"dur,omitempty"`
+	PID  uint32         `json:"pid"`
+	TID  int            `json:"tid"`
+	ID   int            `json:"id,omitempty"`
+	BP   string         `json:"bp,omitempty"`
+	Args map[string]any `json:"args,omitempty"`
+}
+
+// WriteChromeTrace writes the report in the Trace Event Format. Every
+// process is one complete ("X") event on a track of its own: the trace's
+// pid is the process's root pid, its tid the process's Track (a counter per
+// incarnation, so that a reused pid never overlaps itself). Metadata events
+// name the processes and tracks and keep the tracks in tree order; each fork
+// is a flow from the parent's track to the child's. Times are microseconds
+// from the record's first event. It writes process by process.
+func (rep *Report) WriteChromeTrace(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	bw.WriteString(`{"displayTimeUnit":"ms","otherData":`)
+	other, _ := json.Marshal(map[string]any{"schema": rep.Header.Schema, "host": rep.Header.Host, "kernel": rep.Header.Kernel, "summary": rep.Summary})
+	bw.Write(other)
+	bw.WriteString(`,"traceEvents":[`)
+	tw := &traceWriter{w: bw, enc: json.NewEncoder(bw), rep: rep, named: make(map[uint32]bool)}
+	order := 0
+	rep.Walk(func(p *Process) bool {
+		order++
+		tw.process(p, order)
+		return tw.err == nil
+	})
+	if tw.err != nil {
+		return fmt.Errorf("chrome trace: %w", tw.err)
+	}
+	bw.WriteString("]}\n")
+	return bw.Flush()
+}
+
+type traceWriter struct {
+	w     *bufio.Writer
+	enc   *json.Encoder
+	rep   *Report
+	named map[uint32]bool // trace pids already named
+	n     int
+	err   error
+}
+
+func (t *traceWriter) emit(ev traceEvent) {
+	if t.err != nil {
+		return
+	}
+	if t.n > 0 {
+		t.w.WriteByte(',')
+	}
+	t.n++
+	t.err = t.enc.Encode(ev)
+}
+
+func (t *traceWriter) micros(d time.Duration) float64 {
+	return float64((d - t.rep.First).Nanoseconds()) / 1e3
+}
+
+// tracePID is the trace process a process is drawn in: its root's pid.
+func tracePID(p *Process) uint32 {
+	if p.Root.IsZero() {
+		return p.ID.PID
+	}
+	return p.Root.PID
+}
+
+func (t *traceWriter) process(p *Process, order int) {
+	pid := tracePID(p)
+	label := shorten(CommandLine(p), 120)
+	if !t.named[pid] {
+		t.named[pid] = true
+		t.emit(traceEvent{Name: "process_name", Ph: "M", PID: pid, Args: map[string]any{"name": fmt.Sprintf("lineage root %d", pid)}})
+	}
+	t.emit(traceEvent{Name: "thread_name", Ph: "M", PID: pid, TID: p.Track, Args: map[string]any{"name": fmt.Sprintf("%d %s", p.ID.PID, label)}})
+	t.emit(traceEvent{Name: "thread_sort_index", Ph: "M", PID: pid, TID: p.Track, Args: map[string]any{"sort_index": order}})
+	dur := float64(p.Lifetime().Nanoseconds()) / 1e3
+	t.emit(traceEvent{Name: label, Cat: string(p.Outcome), Ph: "X", TS: t.micros(p.Start), Dur: &dur, PID: pid, TID: p.Track, Args: processArgs(p)})
+	for _, c := range p.children {
+		// The flow starts inside the parent's slice and ends at the child's.
+		at := min(max(c.Start, p.Start), p.End)
+		t.emit(traceEvent{Name: "fork", Cat: "fork", Ph: "s", ID: c.Track, TS: t.micros(at), PID: pid, TID: p.Track})
+		t.emit(traceEvent{Name: "fork", Cat: "fork", Ph: "f", BP: "e", ID: c.Track, TS: t.micros(c.Start), PID: tracePID(c), TID: c.Track})
+	}
+}
+
+func processArgs(p *Process) map[string]any {
+	args := map[string]any{
+		"pid":     p.ID.PID,
+		"start":   p.ID.StartTicks,
+		"parent":  p.Parent.String(),
+		"argv":    p.Argv,
+		"outcome": p.Outcome,
+		"end":     p.Exit.String(),
+	}
+	if p.Leaked {
+		args["leaked"] = true
+	}
+	if len(p.Signals) > 0 {
+		args["signals"] = p.Signals
+	}
+	if p.Reason != "" {
+		args["reason"] = p.Reason
+	}
+	return args
+}

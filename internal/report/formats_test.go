@@ -1,0 +1,216 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/record"
+)
+
+func TestJSONGolden(t *testing.T) {
+	rep := build(t, fixture(t))
+	var buf bytes.Buffer
+	must(t, rep.WriteJSON(&buf))
+	golden(t, "fixture.json", buf.Bytes())
+	var doc struct {
+		Summary   Summary `json:"summary"`
+		Processes []struct {
+			Process  lineage.Identity   `json:"process"`
+			Parent   lineage.Identity   `json:"parent"`
+			Argv     []string           `json:"argv"`
+			Leaked   bool               `json:"leaked"`
+			Children []lineage.Identity `json:"children"`
+		} `json:"processes"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	if len(doc.Processes) != doc.Summary.Processes || doc.Processes[0].Process.PID != 1000 || len(doc.Processes[0].Children) != 2 {
+		t.Errorf("processes %+v", doc.Processes)
+	}
+}
+
+// traceDoc is the part of the Trace Event Format the tests check.
+type traceDoc struct {
+	TraceEvents []map[string]any `json:"traceEvents"`
+}
+
+// checkTrace checks what Perfetto and chrome://tracing need: every event
+// has name, ph, pid, tid and (except metadata) ts; complete events have a
+// dur; slices on one track never overlap; every flow start has its finish.
+// It returns the complete events.
+func checkTrace(t *testing.T, data []byte) []map[string]any {
+	t.Helper()
+	var doc traceDoc
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	type track struct{ pid, tid float64 }
+	slices := map[track][][2]float64{}
+	flows := map[float64]string{}
+	var complete []map[string]any
+	for i, ev := range doc.TraceEvents {
+		for _, f := range []string{"name", "ph", "pid", "tid"} {
+			if _, ok := ev[f]; !ok {
+				t.Fatalf("event %d has no %s: %v", i, f, ev)
+			}
+		}
+		ph := ev["ph"].(string)
+		if _, ok := ev["ts"]; !ok && ph != "M" {
+			t.Fatalf("event %d has no ts: %v", i, ev)
+		}
+		switch ph {
+		case "X":
+			dur, ok := ev["dur"].(float64)
+			if !ok || dur < 0 {
+				t.Fatalf("complete event %d without a dur: %v", i, ev)
+			}
+			k := track{ev["pid"].(float64), ev["tid"].(float64)}
+			slices[k] = append(slices[k], [2]float64{ev["ts"].(float64), ev["ts"].(float64) + dur})
+			complete = append(complete, ev)
+		case "s", "f":
+			flows[ev["id"].(float64)] += ph
+		}
+	}
+	for k, ss := range slices {
+		sort.Slice(ss, func(i, j int) bool { return ss[i][0] < ss[j][0] })
+		for i := 1; i < len(ss); i++ {
+			if ss[i][0] < ss[i-1][1] {
+				t.Errorf("track %v: slices %v and %v overlap", k, ss[i-1], ss[i])
+			}
+		}
+	}
+	for id, phs := range flows {
+		if phs != "sf" {
+			t.Errorf("flow %v: phases %q", id, phs)
+		}
+	}
+	return complete
+}
+
+func TestChromeTrace(t *testing.T) {
+	rep := build(t, fixture(t))
+	var buf bytes.Buffer
+	must(t, rep.WriteChromeTrace(&buf))
+	golden(t, "fixture.trace.json", buf.Bytes())
+	if got := len(checkTrace(t, buf.Bytes())); got != rep.Summary.Processes {
+		t.Errorf("%d complete events for %d processes", got, rep.Summary.Processes)
+	}
+}
+
+func TestChromeTraceReusedPID(t *testing.T) {
+	// pid 7 lives twice in one lineage, the second time while its first
+	// incarnation's end was never seen: still two tracks, no overlap.
+	in := header + "\n" +
+		line(`"kind":"fork","boot_ns":1000000,"process":{"pid":7,"start":1},"parent":{"pid":2,"start":1},"root":{"pid":7,"start":1}`) +
+		line(`"kind":"fork","boot_ns":2000000,"process":{"pid":7,"start":90},"parent":{"pid":7,"start":1},"root":{"pid":7,"start":1}`) +
+		line(`"kind":"exit","boot_ns":3000000,"process":{"pid":7,"start":90},"parent":{"pid":7,"start":1},"root":{"pid":7,"start":1},"exit":{"code":0}`)
+	rep := build(t, []byte(in))
+	var buf bytes.Buffer
+	must(t, rep.WriteChromeTrace(&buf))
+	xs := checkTrace(t, buf.Bytes())
+	if len(xs) != 2 || xs[0]["tid"] == xs[1]["tid"] {
+		t.Errorf("complete events %v", xs)
+	}
+}
+
+const header = `{"schema":"lineage-record","version":1,"lineage":"t","host":"h","kernel":"k","started":"2026-03-01T12:00:00Z","boot_ns":0}`
+
+func line(fields string) string {
+	return `{"wall":"2026-03-01T12:00:00Z",` + fields + "}\n"
+}
+
+func TestHTMLInlinesEscapedData(t *testing.T) {
+	rep := build(t, fixture(t))
+	var buf bytes.Buffer
+	must(t, rep.WriteHTML(&buf))
+	page := buf.String()
+	if n := strings.Count(strings.ToLower(page), "</script>"); n != 2 {
+		t.Errorf("%d </script> tags, want the page's own 2: argv broke out", n)
+	}
+	if strings.Contains(page, "<img") {
+		t.Error("argv's <img> reached the page unescaped")
+	}
+	if regexp.MustCompile(`(?i)(src|href)\s*=\s*["']?(https?:)?//`).MatchString(page) {
+		t.Error("the page refers to an external asset")
+	}
+	// The data is recoverable from the page.
+	m := regexp.MustCompile(`(?s)<script type="application/json" id="lineage-data">(.*?)</script>`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("no data block")
+	}
+	var data struct {
+		Processes []htmlProcess `json:"processes"`
+	}
+	if err := json.Unmarshal([]byte(m[1]), &data); err != nil {
+		t.Fatalf("data block: %v", err)
+	}
+	found := false
+	for _, p := range data.Processes {
+		found = found || (len(p.Argv) == 2 && p.Argv[1] == hostile)
+	}
+	if len(data.Processes) != 10 || !found {
+		t.Errorf("%d processes, hostile argv recovered intact: %v", len(data.Processes), found)
+	}
+}
+
+func TestHTMLRefusesHuge(t *testing.T) {
+	rep := &Report{Summary: Summary{Processes: MaxHTMLProcesses + 1}}
+	err := rep.WriteHTML(&bytes.Buffer{})
+	if !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "chrome-trace") {
+		t.Errorf("error %v", err)
+	}
+}
+
+func TestBadRecords(t *testing.T) {
+	tests := []struct {
+		name, in string
+		err      bool
+		text     []string
+	}{
+		{"empty", "", true, nil},
+		{"garbage only", "\x00\x01\x02 nothing here\n", true, nil},
+		{"cut short", header + "\n" + line(`"kind":"exec","boot_ns":5,"process":{"pid":9,"start":1},"argv":["x"]`) + `{"kind":"exit","pro`, false,
+			[]string{"line 3: cut short", "pid 9"}},
+		{"garbage line", header + "\nnot json\n" + line(`"kind":"exec","boot_ns":5,"process":{"pid":9,"start":1},"argv":["x"]`), false,
+			[]string{"line 2: not an event", "lines that could not be read: 1"}},
+		{"newer schema", strings.Replace(header, `"version":1`, `"version":3`, 1) + "\n" + line(`"kind":"exec","boot_ns":5,"process":{"pid":9,"start":1},"argv":["x"],"future":1`), false,
+			[]string{"schema version 3 is newer", "x  pid 9"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := record.NewReader(strings.NewReader(tt.in))
+			var rep *Report
+			if err == nil {
+				rep, err = Build(r)
+			}
+			if tt.err {
+				if !errors.Is(err, lineage.ErrInvalid) {
+					t.Fatalf("error %v, want one wrapping ErrInvalid", err)
+				}
+				return
+			}
+			must(t, err)
+			var text, page, trace, doc bytes.Buffer
+			must(t, rep.WriteText(&text, TextOptions{}))
+			must(t, rep.WriteHTML(&page))
+			must(t, rep.WriteChromeTrace(&trace))
+			must(t, rep.WriteJSON(&doc))
+			checkTrace(t, trace.Bytes())
+			if !json.Valid(doc.Bytes()) {
+				t.Error("json report is not JSON")
+			}
+			for _, want := range tt.text {
+				if !strings.Contains(text.String(), want) {
+					t.Errorf("text report lacks %q:\n%s", want, text.String())
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,140 @@
+package report
+
+import (
+	"slices"
+	"time"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/record"
+)
+
+// Outcome is how a process's story ended, as a report colours it.
+type Outcome string
+
+const (
+	// Exited: it ended with no signal from the reaper.
+	Exited Outcome = "exited"
+	// Terminated and Killed: the reaper ended it, by SIGTERM or SIGKILL.
+	Terminated Outcome = "terminated"
+	Killed     Outcome = "killed"
+	// Kept: it was spared on purpose.
+	Kept Outcome = "kept"
+	// Leaked: it outlived its root and nobody ended it.
+	Leaked Outcome = "leaked"
+	// Unknown: no end was recorded (events lost, or the record stops).
+	Unknown Outcome = "unknown"
+)
+
+// Process is everything the record says about one process.
+type Process struct {
+	ID     lineage.Identity `json:"process"`
+	Parent lineage.Identity `json:"parent"`
+	Root   lineage.Identity `json:"root"`
+	// Depth is the process's depth in the report's tree (0 for a top).
+	Depth int    `json:"depth"`
+	Comm  string `json:"comm,omitempty"`
+	Exe   string `json:"exe,omitempty"`
+	// Argv is from the process's last exec.
+	Argv          []string `json:"argv,omitempty"`
+	ArgvTruncated bool     `json:"argv_truncated,omitempty"`
+	Redacted      bool     `json:"redacted,omitempty"`
+	UID           *uint32  `json:"uid,omitempty"`
+	EUID          *uint32  `json:"euid,omitempty"`
+	// Start and End are times since boot. Start is the fork's when it was
+	// recorded, else the identity's start tick; End is the exit's, or the
+	// record's last moment when no exit was seen (Ended false).
+	Start time.Duration `json:"start_ns"`
+	End   time.Duration `json:"end_ns"`
+	Ended bool          `json:"ended"`
+	// ForkSeen is set when the record has the process's fork.
+	ForkSeen bool         `json:"fork_seen"`
+	Exit     *record.Exit `json:"exit,omitempty"`
+	// Signals are those the reaper sent, in order; Result its last word.
+	Signals []string `json:"signals,omitempty"`
+	Result  string   `json:"result,omitempty"`
+	// Leaked is set when the process was alive as its root ended.
+	Leaked    bool    `json:"leaked,omitempty"`
+	IsRoot    bool    `json:"is_root,omitempty"`
+	Untracked bool    `json:"untracked,omitempty"`
+	Contained bool    `json:"contained,omitempty"`
+	Reason    string  `json:"reason,omitempty"`
+	Outcome   Outcome `json:"outcome"`
+	// Track numbers the process's incarnation: 1 for the first process
+	// the record mentions, and so on; a reused pid gets a new one.
+	Track int `json:"track"`
+
+	kept     bool
+	children []*Process
+}
+
+// Lifetime is how long the process lived, as far as the record knows.
+func (p *Process) Lifetime() time.Duration {
+	if p.End < p.Start {
+		return 0
+	}
+	return p.End - p.Start
+}
+
+// apply folds one event into p.
+func (p *Process) apply(ev record.Event) {
+	if p.Parent.IsZero() {
+		p.Parent = ev.Parent
+	}
+	if p.Root.IsZero() {
+		p.Root = ev.Root
+	}
+	if ev.Comm != "" && (p.Comm == "" || ev.Kind != record.KindFork) {
+		p.Comm = ev.Comm
+	}
+	switch ev.Kind {
+	case record.KindFork:
+		p.ForkSeen, p.Start = true, ev.Boot
+		p.IsRoot, p.Untracked, p.Contained = ev.IsRoot, ev.Untracked, ev.Contained
+	case record.KindExec:
+		p.Exe, p.Argv, p.UID, p.EUID = ev.Exe, ev.Argv, ev.UID, ev.EUID
+		p.ArgvTruncated, p.Redacted = ev.ArgvTruncated, ev.Redacted
+	case record.KindExit:
+		p.Ended, p.End, p.Exit = true, ev.Boot, ev.Exit
+	case record.KindSignal:
+		p.Signals = append(p.Signals, ev.Signal)
+		p.setResult(ev)
+		if len(p.Argv) == 0 && len(ev.Argv) > 0 {
+			p.Argv, p.Redacted = ev.Argv, ev.Redacted
+		}
+	case record.KindKeep:
+		p.kept = true
+		p.setResult(ev)
+	case record.KindLeak:
+		p.Leaked = true
+		if p.Reason == "" {
+			p.Reason = ev.Reason
+		}
+	}
+}
+
+func (p *Process) setResult(ev record.Event) {
+	if ev.Result != "" {
+		p.Result = ev.Result
+	}
+	if ev.Reason != "" {
+		p.Reason = ev.Reason
+	}
+}
+
+// settle decides the outcome once every event is in.
+func (p *Process) settle() {
+	switch {
+	case p.kept:
+		p.Outcome = Kept
+	case len(p.Signals) > 0 && (p.Result == "killed" || p.Result != "terminated" && slices.Contains(p.Signals, "KILL")):
+		p.Outcome = Killed
+	case len(p.Signals) > 0:
+		p.Outcome = Terminated
+	case p.Leaked:
+		p.Outcome = Leaked
+	case p.Ended:
+		p.Outcome = Exited
+	default:
+		p.Outcome = Unknown
+	}
+}

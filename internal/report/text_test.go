@@ -1,0 +1,91 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// golden compares got with testdata/NAME, or rewrites it under -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		must(t, os.MkdirAll("testdata", 0o755))
+		must(t, os.WriteFile(path, got, 0o644))
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (-update to accept):\n%s", name, got)
+	}
+}
+
+func TestTextGolden(t *testing.T) {
+	rep := build(t, fixture(t))
+	for _, color := range []bool{false, true} {
+		var buf bytes.Buffer
+		must(t, rep.WriteText(&buf, TextOptions{Color: color}))
+		name := "fixture.txt"
+		if color {
+			name = "fixture.color.txt"
+		}
+		golden(t, name, buf.Bytes())
+	}
+}
+
+func TestTextEscapesWhatMembersControl(t *testing.T) {
+	rep := build(t, fixture(t))
+	var buf bytes.Buffer
+	must(t, rep.WriteText(&buf, TextOptions{}))
+	out := buf.String()
+	if strings.ContainsAny(out, "\x1b\u202e") {
+		t.Error("raw escape or bidi control in the text report")
+	}
+	for _, want := range []string{`\x1b[2J`, `\nline2`, `\u202e`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q", want)
+		}
+	}
+	// Every line but the ones it writes itself starts with a tree glyph or
+	// a known word: a newline in argv did not start a line of its own.
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "line2") {
+			t.Errorf("argv newline broke the tree: %q", line)
+		}
+	}
+}
+
+func TestTreeShape(t *testing.T) {
+	rep := build(t, fixture(t))
+	s := rep.Summary
+	if s.Processes != 10 || s.Roots != 1 || s.Leaks != 2 || s.Reaped != 1 || s.Kept != 1 || s.Lost != 2 {
+		t.Errorf("summary %+v", s)
+	}
+	got := map[uint32]*Process{}
+	rep.Walk(func(p *Process) bool { got[p.ID.PID] = p; return true })
+	checks := []struct {
+		pid, parent uint32
+		depth       int
+		outcome     Outcome
+	}{
+		{1000, 50, 0, Exited}, {1001, 1000, 1, Exited}, {1002, 1001, 2, Exited},
+		{1012, 1011, 4, Exited}, {1020, 1001, 2, Killed}, {1030, 1000, 1, Kept},
+	}
+	for _, c := range checks {
+		p := got[c.pid]
+		if p == nil || p.Parent.PID != c.parent || p.Depth != c.depth || p.Outcome != c.outcome {
+			t.Errorf("pid %d: %+v, want parent %d depth %d %s", c.pid, p, c.parent, c.depth, c.outcome)
+		}
+	}
+	if d := got[1020]; !d.Leaked || strings.Join(d.Signals, ",") != "TERM,KILL" || d.Exit.String() != "signal KILL" {
+		t.Errorf("daemon %+v", d)
+	}
+}
