@@ -197,7 +197,7 @@ func (b *BPF) load(spec *ebpf.CollectionSpec, kernel *btf.Spec) error {
 func validateRing(n uint32) error {
 	page := uint32(os.Getpagesize())
 	if n < page || n&(n-1) != 0 {
-		return fmt.Errorf("bpf backend: ring buffer size %d must be a power of two of at least %d bytes", n, page)
+		return fmt.Errorf("%w option: ring buffer size %d: must be a power of two of at least %d bytes", lineage.ErrInvalid, n, page)
 	}
 	return nil
 }

@@ -218,12 +218,6 @@ func (b *BPF) Contain(root lineage.Identity) (lineage.Containment, error) {
 	return b.loaded.Containment, nil
 }
 
-// SetDieWithSupervisor changes whether root's lineage is killed when this
-// process dies before reaping it.
-func (b *BPF) SetDieWithSupervisor(root lineage.Identity, on bool) error {
-	return b.setRootFlag(root, lineageRootFlagROOT_F_DIE_WITH_SUPERVISOR, on)
-}
-
 func (b *BPF) setRootFlag(root lineage.Identity, flag lineageRootFlag, on bool) error {
 	b.mapMu.Lock()
 	defer b.mapMu.Unlock()
