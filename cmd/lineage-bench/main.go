@@ -32,6 +32,8 @@ func main() {
 	execs := flag.Int("execs", 800, "forks per fork+exec+wait measurement")
 	runs := flag.Int("runs", 30, "runs per `lineage run -- true` measurement")
 	lineageBin := flag.String("lineage", "bin/lineage", "the lineage binary to time")
+	variantList := flag.String("variants", "full,compat", "the BPF program variants to measure side by side (auto: the one this kernel gets); one this kernel refuses is left out")
+	guardRuns := flag.Int("guardian-forks", 2000, "forks per `lineage run` spawner measurement, guardian on and off (0: skip)")
 	flag.Parse()
 
 	dir, err := os.MkdirTemp("", "lineage-bench")
@@ -45,11 +47,23 @@ func main() {
 	}
 
 	fmt.Printf("## lineage benchmarks\n\n%s\n\n", machine())
-	rates, err := measureRates(spawner, *rounds, *forks, *execs)
+	variants, err := usableVariants(*variantList)
 	if err != nil {
 		fail(err)
 	}
-	printRates(rates)
+	rates, err := measureRates(spawner, variants, *rounds, *forks, *execs)
+	if err != nil {
+		fail(err)
+	}
+	printRates(rates, variants)
+
+	if *guardRuns > 0 {
+		guard, err := measureGuardian(*lineageBin, spawner, *rounds, *guardRuns)
+		if err != nil {
+			fail(err)
+		}
+		printGuardian(guard)
+	}
 
 	walls, err := measureRunWall(*lineageBin, *rounds, *runs)
 	if err != nil {

@@ -13,25 +13,48 @@ import (
 	"github.com/lineage-dev/lineage/internal/loader"
 )
 
-// The three conditions a spawner runs under.
+// The conditions a spawner runs under: no tracker, and, for each variant
+// of the BPF program measured, the tracker loaded but not tracking it and
+// the tracker tracking it.
 const (
 	condNone    = "no tracker"
 	condLoaded  = "tracker loaded, not tracking"
 	condTracked = "tracker tracking the spawner"
 )
 
-var conditions = []string{condNone, condLoaded, condTracked}
+// condition is one way the spawner runs: cond, with variant (empty for
+// condNone; loader.VariantAuto for the program this kernel gets).
+type condition struct {
+	cond    string
+	variant loader.Variant
+}
 
-type rateKey struct{ mode, cond string }
+// conditionsFor returns the conditions measured for variants, no tracker
+// first.
+func conditionsFor(variants []loader.Variant) []condition {
+	out := []condition{{cond: condNone}}
+	for _, v := range variants {
+		out = append(out, condition{condLoaded, v}, condition{condTracked, v})
+	}
+	return out
+}
+
+type rateKey struct {
+	mode string
+	condition
+}
 
 // bpfCost is the kernel's own account of the tracker's programs: CPU time
-// per spawner iteration, while loaded and while tracking.
-var bpfCost = map[rateKey][]float64{}
+// per spawner iteration, while loaded and while tracking. bpfPerRun is the
+// same time per program run: every process on the machine runs the hooks,
+// so it holds steadier than bpfCost on a shared machine.
+var bpfCost, bpfPerRun = map[rateKey][]float64{}, map[rateKey][]float64{}
 
 // measureRates runs the spawner in both modes under the three conditions,
 // interleaved: every round runs each condition once, in a rotating order, so
 // that drift on the machine hits them all alike.
-func measureRates(spawner string, rounds, forks, execs int) (map[rateKey][]float64, error) {
+func measureRates(spawner string, variants []loader.Variant, rounds, forks, execs int) (map[rateKey][]float64, error) {
+	conditions := conditionsFor(variants)
 	out := make(map[rateKey][]float64)
 	for r := 0; r < rounds; r++ {
 		for i := range conditions {
@@ -43,7 +66,7 @@ func measureRates(spawner string, rounds, forks, execs int) (map[rateKey][]float
 				}
 				rate, err := runSpawner(spawner, mode, n, cond)
 				if err != nil {
-					return nil, fmt.Errorf("%s, %s: %w", mode, cond, err)
+					return nil, fmt.Errorf("%s, %s %s: %w", mode, cond.cond, cond.variant, err)
 				}
 				k := rateKey{mode, cond}
 				out[k] = append(out[k], rate)
@@ -75,19 +98,19 @@ var spawnerCPU = func() int {
 }()
 
 // runSpawner returns the spawner's rate in operations per second.
-func runSpawner(spawner, mode string, n int, cond string) (float64, error) {
+func runSpawner(spawner, mode string, n int, c condition) (float64, error) {
 	cmd := exec.Command(spawner, mode, strconv.Itoa(n))
 	if spawnerCPU >= 0 {
 		cmd = exec.Command("taskset", "-c", strconv.Itoa(spawnerCPU), spawner, mode, strconv.Itoa(n))
 	}
 	var output []byte
 	var err error
-	switch cond {
+	switch c.cond {
 	case condNone:
 		settle()
 		output, err = cmd.Output()
 	default:
-		b, oerr := loader.OpenBPF(nil)
+		b, oerr := loader.OpenBPF(&loader.BPFOptions{Variant: c.variant})
 		if oerr != nil {
 			return 0, oerr
 		}
@@ -99,12 +122,15 @@ func runSpawner(spawner, mode string, n int, cond string) (float64, error) {
 		defer stats.Close()
 		defer func() {
 			if rt, err := b.Runtime(); err == nil {
-				k := rateKey{mode, cond}
+				k := rateKey{mode, c}
 				bpfCost[k] = append(bpfCost[k], float64(rt.Runtime)/float64(n))
+				if rt.Runs > 0 {
+					bpfPerRun[k] = append(bpfPerRun[k], float64(rt.Runtime)/float64(rt.Runs))
+				}
 			}
 		}()
 		settle()
-		if cond == condLoaded {
+		if c.cond == condLoaded {
 			output, err = cmd.Output()
 			break
 		}
@@ -138,7 +164,18 @@ func runSpawner(spawner, mode string, n int, cond string) (float64, error) {
 	return float64(ops) / secs, nil
 }
 
-func printRates(rates map[rateKey][]float64) {
+// workloads names the spawner's modes as the tables show them.
+var workloads = []struct{ mode, name string }{{"fork", "fork+exit+wait"}, {"exec", "fork+exec+wait"}}
+
+// variantName is how the tables name a variant.
+func variantName(v loader.Variant) string {
+	if v == loader.VariantAuto {
+		return "this kernel's"
+	}
+	return string(v)
+}
+
+func printRates(rates map[rateKey][]float64, variants []loader.Variant) {
 	fmt.Println("### Spawner rates (median of interleaved rounds)")
 	fmt.Println()
 	fmt.Println("Ratios are the median of each round's own ratio: the conditions of one round ran back to back.")
@@ -146,33 +183,30 @@ func printRates(rates map[rateKey][]float64) {
 		fmt.Printf("The spawner and its children ran on CPU %d, the benchmark and its event reader elsewhere.\n", spawnerCPU)
 	}
 	fmt.Println()
-	fmt.Println("| workload | no tracker | loaded, not tracking | tracking | untracked / none | tracked / none |")
-	fmt.Println("|---|---|---|---|---|---|")
-	for _, mode := range []string{"fork", "exec"} {
-		none := rates[rateKey{mode, condNone}]
-		loaded := rates[rateKey{mode, condLoaded}]
-		tracked := rates[rateKey{mode, condTracked}]
-		name := "fork+exit+wait"
-		if mode == "exec" {
-			name = "fork+exec+wait"
+	fmt.Println("| workload | program | no tracker | loaded, not tracking | tracking | untracked / none | tracked / none |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for _, w := range workloads {
+		none := rates[rateKey{w.mode, condition{cond: condNone}}]
+		for _, v := range variants {
+			loaded := rates[rateKey{w.mode, condition{condLoaded, v}}]
+			tracked := rates[rateKey{w.mode, condition{condTracked, v}}]
+			fmt.Printf("| %s | %s | %.0f/s | %.0f/s | %.0f/s | %.3f | %.3f |\n", w.name, variantName(v),
+				median(none), median(loaded), median(tracked), medianRatio(loaded, none), medianRatio(tracked, none))
 		}
-		fmt.Printf("| %s | %.0f/s | %.0f/s | %.0f/s | %.3f | %.3f |\n", name,
-			median(none), median(loaded), median(tracked), medianRatio(loaded, none), medianRatio(tracked, none))
 	}
 	fmt.Println()
 	fmt.Println("The kernel's own account of the tracker's programs (BPF run-time stats), per spawner iteration:")
 	fmt.Println()
-	fmt.Println("| workload | loaded, not tracking | tracking | tracking, share of one iteration |")
-	fmt.Println("|---|---|---|---|")
-	for _, mode := range []string{"fork", "exec"} {
-		name := "fork+exit+wait"
-		if mode == "exec" {
-			name = "fork+exec+wait"
+	fmt.Println("| workload | program | loaded, not tracking | tracking | tracking, share of one iteration | per hook run, not tracking | per hook run, tracking |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for _, w := range workloads {
+		perIter := 1e9 / median(rates[rateKey{w.mode, condition{cond: condNone}}])
+		for _, v := range variants {
+			loaded := median(bpfCost[rateKey{w.mode, condition{condLoaded, v}}])
+			tracked := median(bpfCost[rateKey{w.mode, condition{condTracked, v}}])
+			fmt.Printf("| %s | %s | %.0f ns | %.0f ns | %.4f | %.0f ns | %.0f ns |\n", w.name, variantName(v), loaded, tracked, tracked/perIter,
+				median(bpfPerRun[rateKey{w.mode, condition{condLoaded, v}}]), median(bpfPerRun[rateKey{w.mode, condition{condTracked, v}}]))
 		}
-		loaded := median(bpfCost[rateKey{mode, condLoaded}])
-		tracked := median(bpfCost[rateKey{mode, condTracked}])
-		perIter := 1e9 / median(rates[rateKey{mode, condNone}])
-		fmt.Printf("| %s | %.0f ns | %.0f ns | %.4f |\n", name, loaded, tracked, tracked/perIter)
 	}
 	fmt.Println()
 }

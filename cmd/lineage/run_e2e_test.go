@@ -74,6 +74,16 @@ type runResult struct {
 	report *job.Report
 }
 
+// runLimit is how long one `lineage run` of a test may take: a minute, or
+// two on a slow machine (slowEnv), where loading the program alone takes
+// seconds.
+func runLimit() time.Duration {
+	if os.Getenv(slowEnv) == "1" {
+		return 2 * time.Minute
+	}
+	return time.Minute
+}
+
 // runJob runs lineage in a process group of its own, with two bystanders
 // beside the job: one with an exact copy of lineage's environment, and one
 // in lineage's own process group. It fails the test if either is harmed or
@@ -106,10 +116,10 @@ func runJob(t *testing.T, mark string, env []string, args ...string) runResult {
 	var err error
 	select {
 	case err = <-done:
-	case <-time.After(60 * time.Second):
+	case <-time.After(runLimit()):
 		_ = cmd.Process.Kill()
 		<-done
-		t.Fatalf("lineage run did not finish within a minute; stderr:\n%s", stderr.String())
+		t.Fatalf("lineage run did not finish within %v; stderr:\n%s", runLimit(), stderr.String())
 	}
 	res := runResult{stderr: stderr.String()}
 	var ee *exec.ExitError

@@ -68,18 +68,21 @@ func (r *run) checkContainment() Check {
 	return c
 }
 
+// checkHardCancel says what ends a job's lineage when lineage run is
+// SIGKILLed: the kernel's exit hook where the program may signal from it,
+// else the guardian lineage run starts beside the job (package guardian).
 func (r *run) checkHardCancel() Check {
-	c := Check{Name: CheckHardCancel, Status: Warn}
+	c := Check{Name: CheckHardCancel, Status: OK}
 	switch {
 	case r.loaded == nil:
-		c.Detail = "none: with the proc backend, nothing is left to end the lineage if lineage itself is SIGKILLed"
+		c.Detail = "guardian: if lineage is SIGKILLed, its guardian process reaps what the proc backend had seen and their descendants by parent pid; an orphan born in the last scan interval can escape"
+		c.Status = Warn
 	case r.loaded.HardCancel == loader.HardCancelKernel:
-		c.Status = OK
 		c.Detail = "kernel: if lineage is SIGKILLed, its exit hook kills the lineage, identity-checked (--keep-on-abort opts out)"
 	case r.loaded.Variant != loader.VariantFull:
-		c.Detail = "none: if lineage is SIGKILLed its lineage lives on: the compat program can't signal other processes"
+		c.Detail = "guardian: if lineage is SIGKILLed, its guardian process holds the membership maps and reaps the lineage (--keep-on-abort opts out); the kernel can't: the compat program can't signal other processes"
 	default:
-		c.Detail = "none: if lineage is SIGKILLed its lineage lives on: this kernel's sched_process_exit has no group_dead, so it runs after the task has let go of its memory, where the kernel refuses to signal"
+		c.Detail = "guardian: if lineage is SIGKILLed, its guardian process holds the membership maps and reaps the lineage (--keep-on-abort opts out); the kernel can't: this kernel's sched_process_exit has no group_dead, so it runs after the task has let go of its memory, where the kernel refuses to signal"
 	}
 	return c
 }

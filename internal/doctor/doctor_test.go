@@ -178,12 +178,12 @@ func TestRefusals(t *testing.T) {
 			bpf:    true,
 		},
 		{
-			name: "the compat program does not kill with the supervisor",
+			name: "the compat program: the guardian ends a hard-cancelled lineage",
 			change: func(tb testing.TB, sys *System) {
 				sys.OpenBPF = func() (loader.Loaded, error) { return compatLoad, nil }
 			},
-			check: CheckHardCancel, status: Warn,
-			detail: []string{"none", "compat program can't signal"},
+			check: CheckHardCancel, status: OK,
+			detail: []string{"guardian:", "compat program can't signal"},
 			bpf:    true,
 		},
 		{
@@ -193,8 +193,8 @@ func TestRefusals(t *testing.T) {
 					return loader.Loaded{Variant: loader.VariantFull, Containment: lineage.ContainKernel, HardCancel: loader.HardCancelNone}, nil
 				}
 			},
-			check: CheckHardCancel, status: Warn,
-			detail: []string{"none", "no group_dead", "refuses to signal"},
+			check: CheckHardCancel, status: OK,
+			detail: []string{"guardian:", "no group_dead", "refuses to signal"},
 			bpf:    true,
 		},
 		{
@@ -213,6 +213,15 @@ func TestRefusals(t *testing.T) {
 			},
 			check: CheckExecArgv, status: Warn,
 			detail: []string{"proc: argv is read from /proc"},
+			why:    []string{"the tracker did not load: nope"},
+		},
+		{
+			name: "proc fallback: the guardian ends a hard-cancelled lineage",
+			change: func(tb testing.TB, sys *System) {
+				sys.OpenBPF = unavailable("nope")
+			},
+			check: CheckHardCancel, status: Warn,
+			detail: []string{"guardian:", "descendants by parent pid"},
 			why:    []string{"the tracker did not load: nope"},
 		},
 		{

@@ -109,6 +109,11 @@ type Stats struct {
 	// Stale counts membership entries found to name a process that was
 	// gone, and dropped.
 	Stale uint64 `json:"stale"`
+	// HookMisses counts runs of the tracker's programs the kernel skipped
+	// (its recursion_misses: a hook fired on a CPU where the same program
+	// was already running). A missed fork is a process that escaped
+	// tracking, a missed exit a member that stays listed until checked.
+	HookMisses uint64 `json:"hook_misses,omitempty"`
 	// Unattributed counts orphans the proc backend could not attribute to
 	// one spawned root: they escaped (see PollStats.Unattributed).
 	Unattributed uint64 `json:"unattributed,omitempty"`

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
@@ -34,6 +35,16 @@ func (b *BPF) Stats() (Stats, error) {
 		for _, v := range perCPU {
 			*dst += v
 		}
+	}
+	for _, p := range []*ebpf.Program{b.objs.HandleFork, b.objs.HandleExec, b.objs.HandleExit} {
+		if p == nil {
+			continue // a Handoff holds maps only
+		}
+		ps, err := p.Stats()
+		if err != nil {
+			return Stats{}, fmt.Errorf("read program stats: %w", err)
+		}
+		st.HookMisses += ps.RecursionMisses
 	}
 	return st, nil
 }

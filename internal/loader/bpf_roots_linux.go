@@ -164,8 +164,12 @@ func (b *BPF) isMemberLocked(id lineage.Identity) bool {
 
 // Members implements Backend. Entries written by the kernel are exact;
 // entries written from user space are checked against /proc, and dropped if
-// their process is gone.
+// their process is gone. Where the kernel skipped runs of the fork hook,
+// what it missed is adopted from /proc first (see adoptMissed).
 func (b *BPF) Members(root lineage.Identity) ([]lineage.Member, error) {
+	if err := b.adoptMissed(root); err != nil {
+		return nil, fmt.Errorf("read members of %s: %w", root, err)
+	}
 	var (
 		out   []lineage.Member
 		pid   uint32

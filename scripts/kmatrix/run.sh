@@ -59,6 +59,7 @@
 set -eu
 set -o pipefail
 
+started=$(date +%s)
 here=$(cd "$(dirname "$0")" && pwd)
 self_repo=$(cd "$here/../.." && pwd)
 all_kernels="5.10 6.1 6.12 bpo"
@@ -121,8 +122,13 @@ out=$(cd "$out" && pwd)
 static_busybox() {
 	[ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1
 }
+# What this script runs, and the Debian package that has it: a fresh Debian
+# machine with Go, gcc and git has all but QEMU and a static busybox.
 need=()
-command -v qemu-system-x86_64 >/dev/null 2>&1 || need+=(qemu-system-x86)
+for tp in qemu-system-x86_64:qemu-system-x86 timeout:coreutils flock:util-linux gzip:gzip \
+	dpkg-deb:dpkg apt-get:apt apt-cache:apt ldd:libc-bin find:findutils awk:mawk; do
+	command -v "${tp%%:*}" >/dev/null 2>&1 || need+=("${tp#*:}")
+done
 static_busybox || need+=(busybox-static)
 if [ ${#need[@]} -gt 0 ]; then
 	[ "$(id -u)" = 0 ] || die "missing ${need[*]}: install them (apt-get install ${need[*]}) or run as root"
@@ -312,7 +318,7 @@ clean() {
 # --shell-cmd). timeout(1) in --foreground mode signals only QEMU, its own
 # child, by pid.
 boot() {
-	local args=(-accel tcg -cpu max -smp 1 -m "${KMATRIX_MEM:-1G}" -nographic -no-reboot
+	local args=(-accel tcg -cpu max -smp 1 -m "${KMATRIX_MEM:-1G}" -nographic -no-reboot -nic none
 		-kernel "$1" -initrd "$work/initrd.gz"
 		-append "console=ttyS0 panic=-1 oops=panic loglevel=4 random.trust_cpu=on rdinit=/init")
 	if [ -n "$shell_cmd" ]; then
@@ -419,6 +425,7 @@ done
 	done
 	echo
 	for k in "${kernels[@]}"; do echo "$k: ${kinfo[$k]}"; done
+	echo "total: $(($(date +%s) - started))s (build, downloads and every VM)"
 } | tee -a "$summary"
 
 want=3
