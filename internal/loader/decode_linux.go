@@ -41,6 +41,9 @@ func decode(raw []byte) (lineage.Event, error) {
 		ev.Filename = cString(e.Filename[:])
 		n := min(int(e.ArgsSize), len(e.Args))
 		ev.Argv = splitArgs(e.Args[:n])
+		if e.Flags&lineageEventFlagEVENT_F_CREDS != 0 {
+			ev.UID, ev.EUID, ev.CredsKnown = e.Uid, e.Euid, true
+		}
 	case lineageEventKindEVENT_EXIT:
 		ev.Kind = lineage.EventExit
 		ev.Status = lineage.ExitStatus(e.ExitStatus)

@@ -74,7 +74,8 @@ type Features struct {
 	// tracepoints for tp_btf programs, else why not.
 	Tracing error
 	// Kfuncs: bpf_task_from_pid, bpf_task_release and
-	// bpf_send_signal_task are in the kernel's BTF.
+	// bpf_send_signal_task (and the task iterator and bpf_task_acquire,
+	// which a kill through a live thread needs) are in the kernel's BTF.
 	Kfuncs bool
 	// Loop and ForEach: bpf_loop and bpf_for_each_map_elem are helpers.
 	Loop    bool
