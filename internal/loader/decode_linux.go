@@ -11,6 +11,9 @@ import (
 
 const eventSize = int(unsafe.Sizeof(lineageEvent{}))
 
+// argsLen is LINEAGE_ARGS_LEN: how much of argv an exec event carries.
+const argsLen = len(lineageEvent{}.Args)
+
 // decode turns one ring-buffer record into an Event.
 func decode(raw []byte) (lineage.Event, error) {
 	if len(raw) < eventSize {
