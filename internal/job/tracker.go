@@ -49,6 +49,8 @@ type Tracker struct {
 	// guardian, once set, is sent every new member (one guarded job per
 	// tracker: lineage run's).
 	guardian atomic.Pointer[guardian.Guardian]
+	// jobs maps a root to its *Job, for the marks the kernel must spare.
+	jobs sync.Map
 
 	stopEvents context.CancelFunc
 	eventsDone chan error
