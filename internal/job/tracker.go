@@ -24,6 +24,9 @@ type TrackerOptions struct {
 	// MaxMembers sizes the bpf backend's membership map; zero means
 	// [loader.DefaultMaxMembers].
 	MaxMembers uint32
+	// OnFull says what the bpf backend does with a process its full map
+	// can't track; "" is [loader.OnFullKill].
+	OnFull loader.OnFull
 	// Interval is the proc backend's time between scans; zero adapts.
 	Interval time.Duration
 	// Log receives notes for people ("lineage: ..." lines); nil discards
@@ -81,7 +84,7 @@ func OpenTracker(opts TrackerOptions) (*Tracker, error) {
 	}
 	t.children = supervise.WatchChildren()
 	t.backend, t.choice, err = loader.Open(opts.Backend, loader.Options{
-		BPF:  &loader.BPFOptions{MaxMembers: opts.MaxMembers},
+		BPF:  &loader.BPFOptions{MaxMembers: opts.MaxMembers, OnFull: opts.OnFull},
 		Proc: &loader.ProcOptions{Interval: opts.Interval, Reaper: t.children},
 	})
 	if err != nil {
