@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -270,5 +271,28 @@ func testFullMap(t *testing.T, v Variant, on OnFull) {
 		if !testutil.WaitGone(p.PID, p.StartTicks, 2*time.Second) {
 			t.Errorf("untracked daemon %d %q lives", p.PID, p.Argv)
 		}
+	}
+}
+
+func TestSpawnIntoAFullMapFails(t *testing.T) { eachVariant(t, testSpawnIntoAFullMapFails) }
+
+// testSpawnIntoAFullMapFails: a root the full map can't hold is an error,
+// and its command is not left running; not a root that already exited.
+func testSpawnIntoAFullMapFails(t *testing.T, v Variant) {
+	b := openBPF(t, &BPFOptions{Variant: v, MaxMembers: 2})
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	id, _ := spawn(t, b, fmt.Sprintf("sleep %s & wait", testutil.Sleep(mark)), RootOptions{})
+	t.Cleanup(func() { killMembers(t, b, id) })
+	waitFor(t, "the sleeper", 5*time.Second, func() bool { return len(testutil.Sleepers(mark)) == 1 })
+	cmd := exec.Command("sleep", testutil.Sleep(mark))
+	_, err := b.Spawn(cmd, RootOptions{})
+	if err == nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatal("spawn into a full map succeeded")
+	}
+	if !strings.Contains(err.Error(), "membership map is full") {
+		t.Errorf("spawn: %v, want it to say the map is full", err)
 	}
 }
