@@ -26,6 +26,10 @@
  *                   5.10 verifier sees callbacks in the BTF but not as
  *                   subprograms, and refuses the object): containment kills
  *                   the forking member, and nothing dies with the supervisor.
+ *
+ * In both, whatever user space spares (MEMBER_F_SPARED) the kernel spares
+ * too, and a process the full map can't hold is killed (kill_untracked): at
+ * birth where the program may signal it, else at its first exec or fork.
  */
 #include "core.h"
 #include <bpf/bpf_helpers.h>
