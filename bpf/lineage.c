@@ -115,13 +115,16 @@ static __always_inline __u64 start_ticks(struct task_struct *task)
 
 /*
  * A new event about member m (pid), its header filled in; the caller adds
- * what its kind carries and submits it. The header is cleared in one go; of
- * the strings only the first byte is: clearing them whole would cost more
- * than the rest of the hook.
+ * what its kind carries and submits it. Only exec events carry filename and
+ * argv: fork and exit events end before them, so that a fork storm doesn't
+ * fill the ring with 1 KiB of unused argv per fork. The header is cleared in
+ * one go; of the strings only the first byte is: clearing them whole would
+ * cost more than the rest of the hook.
  */
 static __always_inline struct event *reserve(enum event_kind kind, __u32 pid, const struct member *m)
 {
-	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	__u64 size = kind == EVENT_EXEC ? sizeof(struct event) : offsetof(struct event, filename);
+	struct event *e = bpf_ringbuf_reserve(&events, size, 0);
 
 	if (!e) {
 		count(STAT_EVENTS_LOST);
@@ -136,8 +139,10 @@ static __always_inline struct event *reserve(enum event_kind kind, __u32 pid, co
 	e->parent_start = m->parent_start;
 	e->root_pid = m->root_pid;
 	e->root_start = m->root_start;
-	e->filename[0] = 0;
-	e->args[0] = 0;
+	if (kind == EVENT_EXEC) {
+		e->filename[0] = 0;
+		e->args[0] = 0;
+	}
 	return e;
 }
 
