@@ -5,6 +5,7 @@ package main
 // unless --on-full=escape lets it go.
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -112,5 +113,32 @@ func TestRunFullMap(t *testing.T) {
 				t.Errorf("%d daemons, %d killed: want the daemon killed, and said so; stderr:\n%s", daemons, st.UntrackedKilled, res.stderr)
 			}
 		})
+	}
+}
+
+func TestRunOnFullFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+		ok   bool
+	}{
+		{nil, "kill", true},
+		{[]string{"--on-full", "escape"}, "escape", true},
+		{[]string{"--on-full", "ignore"}, "", false},
+	} {
+		var got *runOptions
+		var out bytes.Buffer
+		cmd := newCmdRun(streams{out: &out, err: &out}, func(o *runOptions) error { got = o; return nil })
+		cmd.SetArgs(append(c.args, "--", "true"))
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		err := cmd.Execute()
+		if (err == nil) != c.ok {
+			t.Errorf("%v: error %v", c.args, err)
+			continue
+		}
+		if c.ok && (got == nil || got.OnFull != c.want) {
+			t.Errorf("%v: options %+v, want on full %q", c.args, got, c.want)
+		}
 	}
 }
