@@ -26,6 +26,10 @@
  *                   5.10 verifier sees callbacks in the BTF but not as
  *                   subprograms, and refuses the object): containment kills
  *                   the forking member, and nothing dies with the supervisor.
+ *
+ * In both, whatever user space spares (MEMBER_F_SPARED) the kernel spares
+ * too, and a process the full map can't hold is killed (kill_untracked): at
+ * birth where the program may signal it, else at its first exec or fork.
  */
 #include "core.h"
 #include <bpf/bpf_helpers.h>
@@ -41,6 +45,9 @@ const volatile __u32 supervisor_tgid = 0;         /* the process that loaded us 
 const volatile bool exit_has_group_dead = false;  /* sched_process_exit(p, group_dead): 6.16+ */
 const volatile bool kill_with_supervisor = false; /* the exit hook may signal others: 6.16+ */
 const volatile __u32 wakeup_bytes = 0;            /* wake the reader past this fill level */
+/* Fail closed: a process the full membership map can't hold is killed, not
+ * let go. Off only when the user asked for today's escape. */
+const volatile bool kill_untracked = false;
 
 /*
  * Spawning a root without a gap: the supervisor arms one of its threads, and
@@ -63,6 +70,22 @@ struct {
 	__type(key, __u32);         /* root pid */
 	__type(value, struct root);
 } roots SEC(".maps");
+
+/*
+ * Untracked processes still to be killed: where the fork hook could not kill
+ * one at birth (compat can signal only the current task), it dies at its
+ * first exec or fork, when it is current. doomed_count lets every other
+ * process skip the lookup: the untracked path stays one hash lookup while
+ * nothing is doomed.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);   /* tgid */
+	__type(value, __u64); /* start */
+} doomed SEC(".maps");
+
+volatile __u32 doomed_count = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -92,13 +115,16 @@ static __always_inline __u64 start_ticks(struct task_struct *task)
 
 /*
  * A new event about member m (pid), its header filled in; the caller adds
- * what its kind carries and submits it. The header is cleared in one go; of
- * the strings only the first byte is: clearing them whole would cost more
- * than the rest of the hook.
+ * what its kind carries and submits it. Only exec events carry filename and
+ * argv: fork and exit events end before them, so that a fork storm doesn't
+ * fill the ring with 1 KiB of unused argv per fork. The header is cleared in
+ * one go; of the strings only the first byte is: clearing them whole would
+ * cost more than the rest of the hook.
  */
 static __always_inline struct event *reserve(enum event_kind kind, __u32 pid, const struct member *m)
 {
-	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	__u64 size = kind == EVENT_EXEC ? sizeof(struct event) : offsetof(struct event, filename);
+	struct event *e = bpf_ringbuf_reserve(&events, size, 0);
 
 	if (!e) {
 		count(STAT_EVENTS_LOST);
@@ -113,8 +139,10 @@ static __always_inline struct event *reserve(enum event_kind kind, __u32 pid, co
 	e->parent_start = m->parent_start;
 	e->root_pid = m->root_pid;
 	e->root_start = m->root_start;
-	e->filename[0] = 0;
-	e->args[0] = 0;
+	if (kind == EVENT_EXEC) {
+		e->filename[0] = 0;
+		e->args[0] = 0;
+	}
 	return e;
 }
 
@@ -159,8 +187,41 @@ static __always_inline int kill_current(void)
 
 #ifndef LINEAGE_COMPAT
 extern struct task_struct *bpf_task_from_pid(__s32 pid) __ksym;
+extern struct task_struct *bpf_task_acquire(struct task_struct *p) __ksym;
 extern void bpf_task_release(struct task_struct *p) __ksym;
 extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type, __u64 value) __ksym;
+extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task, unsigned int flags) __ksym;
+extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __ksym;
+extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __ksym;
+
+#define ESRCH 3
+
+/*
+ * The kernel refuses to signal an exiting task, and a leader thread that
+ * exited stays, exiting, as the group's handle while its other threads run
+ * on: signal the group through one of those. All share the leader's start,
+ * which the caller checked.
+ */
+static __always_inline int kill_through_live_thread(struct task_struct *leader)
+{
+	struct bpf_iter_task it;
+	struct task_struct *t;
+	int err = -ESRCH;
+
+	bpf_iter_task_new(&it, leader, BPF_TASK_ITER_PROC_THREADS);
+	while ((t = bpf_iter_task_next(&it))) {
+		if (t->flags & PF_EXITING)
+			continue;
+		t = bpf_task_acquire(t);
+		if (!t)
+			continue;
+		err = bpf_send_signal_task(t, SIGKILL, PIDTYPE_TGID, 0);
+		bpf_task_release(t);
+		break;
+	}
+	bpf_iter_task_destroy(&it);
+	return err;
+}
 
 /* How long kills may wait for the CPU's signal slot: per contained child,
  * and in all when the supervisor dies. */
@@ -187,7 +248,10 @@ static long try_kill(__u32 i, struct kill_ctx *k)
 		k->err = -1; /* gone, and the pid is a stranger's now */
 		return 1;
 	}
-	k->err = bpf_send_signal_task(t, SIGKILL, PIDTYPE_TGID, 0);
+	if (t->flags & PF_EXITING)
+		k->err = kill_through_live_thread(t);
+	else
+		k->err = bpf_send_signal_task(t, SIGKILL, PIDTYPE_TGID, 0);
 	bpf_task_release(t);
 	if (k->err != -EBUSY)
 		return 1;
@@ -224,6 +288,58 @@ static __always_inline int contain(__u32 pid, __u64 start)
 }
 #endif /* LINEAGE_COMPAT */
 
+/*
+ * Doom an untracked process (pid, start) to die at its first exec or fork,
+ * when it is the current task. If even that can't be recorded, kill the
+ * forker, unless user space spares it: nothing untracked runs on unseen.
+ */
+static __always_inline void doom(__u32 pid, __u64 start, bool forker_spared)
+{
+	if (bpf_map_update_elem(&doomed, &pid, &start, BPF_ANY) == 0) {
+		__sync_fetch_and_add(&doomed_count, 1);
+		return;
+	}
+	if (!forker_spared && kill_current() == 0)
+		count(STAT_UNTRACKED_KILLED);
+	else
+		count(STAT_SIGNAL_FAILED);
+}
+
+/* Fail closed: a new process the map can't hold is killed at birth (full),
+ * or doomed (compat, or when the kill at birth failed). */
+static __always_inline void shut_out(__u32 pid, __u64 start, bool forker_spared)
+{
+#ifndef LINEAGE_COMPAT
+	if (kill_identity(pid, start, bpf_ktime_get_ns() + KILL_PATIENCE_NS) == 0) {
+		count(STAT_UNTRACKED_KILLED);
+		return;
+	}
+#endif
+	doom(pid, start, forker_spared);
+}
+
+/* If the current task p (tgid) is doomed, kill it; true if it was. */
+static __always_inline bool kill_if_doomed(__u32 tgid, struct task_struct *p)
+{
+	__u64 *start = bpf_map_lookup_elem(&doomed, &tgid);
+
+	if (!start || *start != start_ticks(p))
+		return false;
+	if (kill_current() == 0)
+		count(STAT_UNTRACKED_KILLED);
+	else
+		count(STAT_SIGNAL_FAILED);
+	return true;
+}
+
+static __always_inline void forget_doomed(__u32 tgid, struct task_struct *p)
+{
+	__u64 *start = bpf_map_lookup_elem(&doomed, &tgid);
+
+	if (start && *start == start_ticks(p) && bpf_map_delete_elem(&doomed, &tgid) == 0)
+		__sync_fetch_and_sub(&doomed_count, 1);
+}
+
 static __always_inline int spawn_root(struct task_struct *parent, struct task_struct *child, __u32 pid)
 {
 	struct member m = {};
@@ -238,8 +354,13 @@ static __always_inline int spawn_root(struct task_struct *parent, struct task_st
 	m.flags = MEMBER_F_ROOT;
 	r.start = m.start;
 	r.flags = spawn_root_flags | ROOT_F_SPAWNING;
-	if (bpf_map_update_elem(&roots, &pid, &r, BPF_ANY) ||
-	    bpf_map_update_elem(&members, &pid, &m, BPF_ANY)) {
+	if (bpf_map_update_elem(&roots, &pid, &r, BPF_ANY)) {
+		count(STAT_MEMBERS_FULL);
+		flags |= EVENT_F_UNTRACKED;
+	} else if (bpf_map_update_elem(&members, &pid, &m, BPF_ANY)) {
+		/* A root without its member entry would read, to user space, as
+		 * one that already exited: leave no root, and Spawn says why. */
+		bpf_map_delete_elem(&roots, &pid);
 		count(STAT_MEMBERS_FULL);
 		flags |= EVENT_F_UNTRACKED;
 	} else {
@@ -265,6 +386,9 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	if (!pm) {
 		if (spawn_tid && (__u32)parent->pid == spawn_tid)
 			return spawn_root(parent, child, pid);
+		/* A doomed process's children are as untracked as it is. */
+		if (doomed_count && kill_if_doomed(forker, parent))
+			shut_out(pid, child->start_boottime / NSEC_PER_USER_TICK, false);
 		return 0;
 	}
 	if (pm->start != start_ticks(parent)) {
@@ -280,8 +404,12 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	m.root_pid = pm->root_pid;
 	m.root_start = pm->root_start;
 
+	/* A spared member's children are born alive even while its lineage is
+	 * reaped (a kept redis forks its background save); user space decides
+	 * their fate by the keep rules. */
 	r = bpf_map_lookup_elem(&roots, &m.root_pid);
-	if (r && r->start == m.root_start && (r->flags & ROOT_F_REAPING)) {
+	if (r && r->start == m.root_start && (r->flags & ROOT_F_REAPING) &&
+	    !(pm->flags & MEMBER_F_SPARED)) {
 		m.flags |= MEMBER_F_CONTAINED;
 		flags |= EVENT_F_CONTAINED;
 	}
@@ -289,6 +417,12 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	if (bpf_map_update_elem(&members, &pid, &m, BPF_ANY)) {
 		count(STAT_MEMBERS_FULL);
 		flags |= EVENT_F_UNTRACKED;
+		if (kill_untracked) {
+			shut_out(pid, m.start, pm->flags & MEMBER_F_SPARED);
+			flags |= EVENT_F_CONTAINED;
+			emit_fork(child, pid, &m, flags);
+			return 0;
+		}
 	} else {
 		count(STAT_FORKS);
 	}
@@ -312,8 +446,11 @@ int BPF_PROG(handle_exec, struct task_struct *p, int old_pid, struct linux_binpr
 	__u64 arg_start, arg_end, size;
 
 	m = bpf_map_lookup_elem(&members, &tgid);
-	if (!m)
+	if (!m) {
+		if (doomed_count)
+			kill_if_doomed(tgid, p);
 		return 0;
+	}
 	if (m->start != start_ticks(p))
 		return 0;
 	count(STAT_EXECS);
@@ -333,6 +470,10 @@ int BPF_PROG(handle_exec, struct task_struct *p, int old_pid, struct linux_binpr
 	}
 	if (bpf_probe_read_user(e->args, size, (void *)arg_start) == 0)
 		e->args_size = size;
+	/* After the exec: a set-uid program shows the euid it runs with. */
+	e->uid = p->cred->uid.val;
+	e->euid = p->cred->euid.val;
+	e->flags |= EVENT_F_CREDS;
 	submit(e);
 	return 0;
 }
@@ -354,6 +495,8 @@ static long kill_orphaned_member(struct bpf_map *map, __u32 *pid, struct member 
 	struct root *r = bpf_map_lookup_elem(&roots, &m->root_pid);
 
 	if (!r || r->start != m->root_start || !(r->flags & ROOT_F_DIE_WITH_SUPERVISOR))
+		return 0;
+	if (m->flags & MEMBER_F_SPARED)
 		return 0;
 	if (kill_identity(*pid, m->start, c->deadline_ns) == 0)
 		count(STAT_SUPERVISOR_KILLS);
@@ -422,8 +565,11 @@ int handle_exit(__u64 *ctx)
 #endif
 
 	entry = bpf_map_lookup_elem(&members, &tgid);
-	if (!entry)
+	if (!entry) {
+		if (doomed_count)
+			forget_doomed(tgid, p);
 		return 0;
+	}
 	if (entry->start != start_ticks(p)) {
 		bpf_map_delete_elem(&members, &tgid);
 		count(STAT_STALE);

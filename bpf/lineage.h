@@ -10,7 +10,7 @@
 
 #define LINEAGE_COMM_LEN 16
 #define LINEAGE_FILENAME_LEN 128
-#define LINEAGE_ARGS_LEN 256
+#define LINEAGE_ARGS_LEN 1024
 
 enum event_kind {
 	EVENT_FORK = 1,
@@ -28,6 +28,8 @@ enum event_flag {
 	EVENT_F_CONTAINED = 1 << 2,
 	/* argv was longer than LINEAGE_ARGS_LEN and was cut */
 	EVENT_F_ARGS_TRUNCATED = 1 << 3,
+	/* uid and euid hold the process's credentials after the exec */
+	EVENT_F_CREDS = 1 << 4,
 };
 
 /* root.flags */
@@ -50,6 +52,10 @@ enum member_flag {
 	 * descendant), not by the fork hook: it may name a process that died
 	 * before the insert, so user space checks it against /proc */
 	MEMBER_F_ADOPTED = 1 << 2,
+	/* spared by user space (a keep rule, or lineage's protected set),
+	 * marked before anything is contained: the kernel kills neither it
+	 * nor, by containment, the children it forks */
+	MEMBER_F_SPARED = 1 << 3,
 };
 
 /*
@@ -68,6 +74,8 @@ struct event {
 	__s32 exit_status;
 	enum event_flag flags;
 	__u32 args_size;
+	__u32 uid;  /* exec events, with EVENT_F_CREDS: real uid */
+	__u32 euid; /* and effective uid, as the kernel sees them */
 	__u32 _pad;
 	char comm[LINEAGE_COMM_LEN];
 	char filename[LINEAGE_FILENAME_LEN];
@@ -95,7 +103,7 @@ struct root {
 /* Indexes of the per-CPU stats array. */
 enum stat {
 	STAT_EVENTS_LOST = 0,   /* ring buffer full: an event was dropped */
-	STAT_MEMBERS_FULL = 1,  /* membership map full: a new process escaped */
+	STAT_MEMBERS_FULL = 1,  /* membership map full: a new process was not tracked */
 	STAT_FORKS = 2,         /* members added by fork */
 	STAT_EXECS = 3,
 	STAT_EXITS = 4,         /* members removed by exit */
@@ -103,7 +111,8 @@ enum stat {
 	STAT_SUPERVISOR_KILLS = 6, /* members killed when the supervisor died */
 	STAT_SIGNAL_FAILED = 7, /* a kill the program asked for was refused */
 	STAT_STALE = 8,         /* entries whose start time no longer matched */
-	STAT_MAX = 9,
+	STAT_UNTRACKED_KILLED = 9, /* untracked (map full) and so killed: fail closed */
+	STAT_MAX = 10,
 };
 
 #endif /* LINEAGE_H */

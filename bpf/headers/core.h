@@ -71,6 +71,7 @@ enum pid_type {
 #define SIGNAL_GROUP_EXIT 0x00000004
 
 /* include/linux/sched.h */
+#define PF_EXITING 0x00000004
 #define PF_KTHREAD 0x00200000
 
 /* clock ticks as /proc reports them: USER_HZ is 100 on every architecture */
@@ -93,6 +94,15 @@ struct mm_struct {
 	unsigned long arg_end;
 };
 
+typedef struct {
+	__u32 val;
+} kuid_t;
+
+struct cred {
+	kuid_t uid;
+	kuid_t euid;
+};
+
 struct task_struct {
 	unsigned int flags;
 	int exit_code;
@@ -102,6 +112,7 @@ struct task_struct {
 	struct task_struct *group_leader;
 	struct mm_struct *mm;
 	struct signal_struct *signal;
+	const struct cred *cred;
 	char comm[16];
 };
 
@@ -110,6 +121,15 @@ struct linux_binprm {
 };
 
 #pragma clang attribute pop
+
+/* kernel/bpf/helpers.c: the open-coded task iterator (6.7+) */
+struct bpf_iter_task {
+	__u64 __opaque[3];
+} __attribute__((aligned(8)));
+
+enum {
+	BPF_TASK_ITER_PROC_THREADS = 2,
+};
 
 /* bpf_helper_defs.h names these types in prototypes it does not use here. */
 struct bpf_map;

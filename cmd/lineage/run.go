@@ -29,6 +29,7 @@ type runOptions struct {
 	KeepOnAbort bool
 	HardCancel  string
 	MaxMembers  uint32
+	OnFull      string
 	Interval    string
 	Verbose     bool
 	Quiet       bool
@@ -102,6 +103,7 @@ be run; 127 when it was not found.`,
 	f.StringVar(&opts.HardCancel, "hard-cancel", hardCancelAuto, "who reaps the lineage if lineage is killed: auto (the kernel where it can, else a guardian) or guardian")
 	_ = f.MarkHidden("hard-cancel")
 	f.Uint32Var(&opts.MaxMembers, "max-members", loader.DefaultMaxMembers, "bpf backend: how many processes can be tracked at once")
+	f.StringVar(&opts.OnFull, "on-full", string(loader.OnFullKill), "bpf backend: a process the full membership map can't track is killed (kill) or let go (escape); either way, counted and reported")
 	f.StringVar(&opts.Interval, "interval", "", "proc backend: time between two /proc scans (default: adapts to the machine)")
 	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "say which backend is used and why, and report every member")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing when nothing was left behind")
@@ -128,6 +130,9 @@ func (o *runOptions) parse(cmd *cobra.Command, getenv func(string) string) error
 	}
 	if err := loader.ValidateMaxMembers(o.MaxMembers); err != nil {
 		return fmt.Errorf("--max-members: %w", err)
+	}
+	if _, err := loader.ParseOnFull(o.OnFull); err != nil {
+		return fmt.Errorf("--on-full: %w", err)
 	}
 	if cmd.Flags().Changed("interval") {
 		if o.interval, err = loader.ParseInterval(o.Interval); err != nil {
@@ -161,6 +166,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		Tracker: job.TrackerOptions{
 			Backend:    o.backend,
 			MaxMembers: o.MaxMembers,
+			OnFull:     loader.OnFull(o.OnFull),
 			Interval:   o.interval,
 			Log:        o.s.err,
 			Verbose:    o.Verbose,

@@ -2,11 +2,13 @@ package guardian
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/proc"
 	"github.com/lineage-dev/lineage/internal/reap"
@@ -30,20 +32,22 @@ func abort(h *hello, root lineage.Identity, src source, stderr io.Writer) error 
 		fmt.Fprintf(stderr, "lineage guardian: lineage died before it finished; %s: nothing signalled\n", d)
 		return nil
 	}
-	// Contain before anything else: the kernel kills new children from
-	// now on, so the lineage can't grow while it is listed.
-	how, containErr := src.contain()
 	fs, err := proc.Open("/proc")
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), h.Grace+reapSlack)
-	defer cancel()
 	opts := reap.Options{
 		Grace:  h.Grace,
 		Keep:   keeper(h.Keep, fs),
 		Refuse: refuser(h.Caller, root),
 	}
+	// What the rules spare, the kernel must spare too; then contain before
+	// anything else: the kernel kills new children from now on, so the
+	// lineage can't grow while it is listed.
+	markSpared(src, fs, opts, stderr)
+	how, containErr := src.contain()
+	ctx, cancel := context.WithTimeout(context.Background(), h.Grace+reapSlack)
+	defer cancel()
 	if how != "" || containErr != nil {
 		// On an error the reaper notes it and stops the set itself.
 		opts.Contain = func() (lineage.Containment, error) { return how, containErr }
@@ -61,6 +65,30 @@ func abort(h *hello, root lineage.Identity, src source, stderr io.Writer) error 
 		return fmt.Errorf("reap %s: %w", root, err)
 	}
 	return nil
+}
+
+// markSpared marks in the kernel (bpf) the members that opts' Keep or
+// Refuse spare, so that containment spares them and their children too.
+func markSpared(src source, fs proc.FS, opts reap.Options, stderr io.Writer) {
+	ms, err := src.Members()
+	if err != nil {
+		return // the reap lists them again, and says so
+	}
+	for _, m := range ms {
+		spare := false
+		if opts.Keep != nil {
+			spare, _ = opts.Keep(m)
+		}
+		if st, err := fs.Stat(int(m.PID)); !spare && err == nil && st.StartTicks == m.StartTicks {
+			_, spare = opts.Refuse(m, st)
+		}
+		if !spare {
+			continue
+		}
+		if err := src.spare(m.Identity); err != nil && !errors.Is(err, loader.ErrNotMember) {
+			fmt.Fprintf(stderr, "lineage guardian: spare %s in the kernel: %v\n", m.Identity, err)
+		}
+	}
 }
 
 // keeper applies the keep rules as `lineage run` does: an exe rule matches

@@ -21,6 +21,9 @@ type source interface {
 	// contain keeps the lineage from growing where the kernel can; ""
 	// with no error means it can't, and the reaper stops the set itself.
 	contain() (lineage.Containment, error)
+	// spare marks a member the rules spare, before contain, so that the
+	// kernel's containment spares it too (bpf; nothing to do for proc).
+	spare(id lineage.Identity) error
 	close()
 }
 
@@ -59,6 +62,8 @@ func (s *bpfSource) add(id lineage.Identity) error {
 
 func (s *bpfSource) contain() (lineage.Containment, error) { return s.h.Contain(s.root) }
 
+func (s *bpfSource) spare(id lineage.Identity) error { return s.h.Spare(id) }
+
 func (s *bpfSource) close() { _ = s.h.Close() }
 
 // procSource is the members lineage streamed, plus, when asked, their
@@ -84,6 +89,8 @@ func (s *procSource) add(id lineage.Identity) error {
 }
 
 func (s *procSource) contain() (lineage.Containment, error) { return "", nil }
+
+func (s *procSource) spare(lineage.Identity) error { return nil }
 
 func (s *procSource) close() {}
 

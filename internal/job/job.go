@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
@@ -23,6 +24,8 @@ type Job struct {
 	started time.Time
 	end     End
 	rep     Report
+	// spared holds the members marked spared in the kernel (spare.go).
+	spared sync.Map
 }
 
 // Close stops tracking the job's lineage. It signals nothing.
@@ -30,6 +33,7 @@ type Job struct {
 // touches nothing.
 func (j *Job) Close() error {
 	j.t.unguard()
+	j.t.jobs.Delete(j.root)
 	return j.t.backend.Forget(j.root)
 }
 
@@ -64,6 +68,9 @@ func (j *Job) Reap(ctx context.Context, d policy.Decision, opts ReapOptions) {
 		j.rep.addLeftovers(ms, t.tree, t.proc)
 		return
 	}
+	// Before anything is contained: what the rules spare, the kernel
+	// must spare too.
+	j.markSpared()
 	src := reap.SourceFunc(func() ([]lineage.Member, error) { return t.backend.Members(j.root) })
 	r, err := reap.Reap(ctx, src, reap.Options{
 		Linger:  opts.Linger,

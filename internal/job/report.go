@@ -145,7 +145,7 @@ func (r *Report) warnLosses(backend string) {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("%d events could not be decoded (is this binary the one that loaded the tracker?): the record has gaps; membership stayed exact", r.Stats.Undecodable))
 	}
 	if r.Stats.MembersFull > 0 {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("%d processes were not tracked: the membership map was full (raise --max-members)", r.Stats.MembersFull))
+		r.Warnings = append(r.Warnings, untrackedWarning(r.Stats))
 	}
 	if r.Stats.Unattributed > 0 {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("%d %s could not be attributed to one job, and escaped", r.Stats.Unattributed, plural(int(r.Stats.Unattributed), "orphan", "orphans")))
@@ -153,6 +153,20 @@ func (r *Report) warnLosses(backend string) {
 	if backend == loader.BackendProc {
 		r.Limits = append(r.Limits, "proc backend: a process that lived and died between two scans is not in the record")
 	}
+}
+
+// untrackedWarning says what became of the processes a full membership map
+// could not track: killed (--on-full=kill) or escaped.
+func untrackedWarning(st loader.Stats) string {
+	killed := min(st.UntrackedKilled, st.MembersFull)
+	escaped := st.MembersFull - killed
+	switch {
+	case escaped == 0:
+		return fmt.Sprintf("%d processes could not be tracked, the membership map being full, and were killed (--on-full=kill; raise --max-members)", killed)
+	case killed == 0:
+		return fmt.Sprintf("%d processes were not tracked, the membership map being full, and escaped (raise --max-members)", escaped)
+	}
+	return fmt.Sprintf("%d processes could not be tracked, the membership map being full: %d were killed, %d escaped (raise --max-members)", st.MembersFull, killed, escaped)
 }
 
 // leftBehind counts the job's processes that outlived its root, or, when

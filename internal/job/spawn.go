@@ -77,6 +77,8 @@ func (t *Tracker) Spawn(s Spec) (*Job, error) {
 	t.guard(g, root)
 	j := &Job{t: t, root: root, keep: s.Keep, term: term, started: started}
 	j.exit = t.children.Wait(int(root.PID))
+	t.jobs.Store(root, j)
+	j.markSpared()
 	j.rep = Report{Command: s.Command, Root: root, Backend: t.choice, Started: started}
 	return j, nil
 }

@@ -24,6 +24,9 @@ type TrackerOptions struct {
 	// MaxMembers sizes the bpf backend's membership map; zero means
 	// [loader.DefaultMaxMembers].
 	MaxMembers uint32
+	// OnFull says what the bpf backend does with a process its full map
+	// can't track; "" is [loader.OnFullKill].
+	OnFull loader.OnFull
 	// Interval is the proc backend's time between scans; zero adapts.
 	Interval time.Duration
 	// Log receives notes for people ("lineage: ..." lines); nil discards
@@ -49,6 +52,8 @@ type Tracker struct {
 	// guardian, once set, is sent every new member (one guarded job per
 	// tracker: lineage run's).
 	guardian atomic.Pointer[guardian.Guardian]
+	// jobs maps a root to its *Job, for the marks the kernel must spare.
+	jobs sync.Map
 
 	stopEvents context.CancelFunc
 	eventsDone chan error
@@ -79,7 +84,7 @@ func OpenTracker(opts TrackerOptions) (*Tracker, error) {
 	}
 	t.children = supervise.WatchChildren()
 	t.backend, t.choice, err = loader.Open(opts.Backend, loader.Options{
-		BPF:  &loader.BPFOptions{MaxMembers: opts.MaxMembers},
+		BPF:  &loader.BPFOptions{MaxMembers: opts.MaxMembers, OnFull: opts.OnFull},
 		Proc: &loader.ProcOptions{Interval: opts.Interval, Reaper: t.children},
 	})
 	if err != nil {

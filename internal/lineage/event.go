@@ -56,11 +56,18 @@ type Event struct {
 	// IsRoot is set on the EventFork that created a root.
 	IsRoot bool
 	// Untracked is set when the backend could not add the new process to the
-	// membership (the map was full): it escaped, and says so.
+	// membership (the map was full). With Contained too it was killed (fail
+	// closed); alone, it escaped, and says so.
 	Untracked bool
 	// Contained is set when the new process was killed at birth because its
-	// lineage was being reaped.
+	// lineage was being reaped, or, with Untracked, because it could not be
+	// tracked.
 	Contained bool
+	// UID and EUID are the real and effective user ids the process runs
+	// with after the exec (EventExec), when CredsKnown says the backend saw
+	// them.
+	UID, EUID  uint32
+	CredsKnown bool
 }
 
 // ExitStatus is a wait(2) status word: (code << 8) | signal.

@@ -91,11 +91,15 @@ type Stats struct {
 	// Membership stays exact; only the record has gaps.
 	EventsLost uint64 `json:"events_lost"`
 	// MembersFull counts new processes that could not be tracked because
-	// the membership map was full: they escaped.
+	// the membership map was full. Those not counted in UntrackedKilled
+	// escaped.
 	MembersFull uint64 `json:"members_full"`
-	Forks       uint64 `json:"forks"`
-	Execs       uint64 `json:"execs"`
-	Exits       uint64 `json:"exits"`
+	// UntrackedKilled counts processes killed because they could not be
+	// tracked (fail closed, [OnFullKill]).
+	UntrackedKilled uint64 `json:"untracked_killed,omitempty"`
+	Forks           uint64 `json:"forks"`
+	Execs           uint64 `json:"execs"`
+	Exits           uint64 `json:"exits"`
 	// Contained counts children killed at birth during a reap.
 	Contained uint64 `json:"contained"`
 	// SupervisorKills counts members killed in the kernel because their

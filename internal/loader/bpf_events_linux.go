@@ -26,6 +26,7 @@ func (b *BPF) Stats() (Stats, error) {
 		lineageStatSTAT_SUPERVISOR_KILLS: &st.SupervisorKills,
 		lineageStatSTAT_SIGNAL_FAILED:    &st.SignalFailed,
 		lineageStatSTAT_STALE:            &st.Stale,
+		lineageStatSTAT_UNTRACKED_KILLED: &st.UntrackedKilled,
 	}
 	for key, dst := range fields {
 		var perCPU []uint64

@@ -23,8 +23,12 @@ import (
 type BPFOptions struct {
 	// MaxMembers is the capacity of the membership map: how many live
 	// processes can be tracked at once, across all roots (default 65536).
-	// When it is full, new processes escape and are counted as MembersFull.
+	// When it is full, new processes are counted as MembersFull and
+	// handled as OnFull says.
 	MaxMembers uint32
+	// OnFull says what happens to a new process the full membership map
+	// can't hold: OnFullKill (the default, also for "") or OnFullEscape.
+	OnFull OnFull
 	// MaxRoots is how many roots can be registered at once (default 4096).
 	MaxRoots uint32
 	// RingBytes is the size of the event ring buffer, a power of two and a
@@ -105,10 +109,13 @@ func OpenBPF(opts *BPFOptions) (*BPF, error) {
 	if err := ValidateMaxMembers(o.MaxMembers); err != nil {
 		return nil, err
 	}
+	var err error
+	if o.OnFull, err = ParseOnFull(string(o.OnFull)); err != nil {
+		return nil, err
+	}
 	if o.MaxRoots < 1 {
 		return nil, fmt.Errorf("%w option: max roots %d: must be at least 1", lineage.ErrInvalid, o.MaxRoots)
 	}
-	var err error
 	if o.Variant == VariantAuto {
 		o.Variant = Variant(os.Getenv(VariantEnv))
 	}
@@ -164,6 +171,7 @@ func variantSpec(l Loaded, o BPFOptions) (*ebpf.CollectionSpec, error) {
 		lineageVarExitHasGroupDead:   l.GroupDead,
 		lineageVarKillWithSupervisor: l.HardCancel == HardCancelKernel,
 		lineageVarWakeupBytes:        o.RingBytes / 4,
+		lineageVarKillUntracked:      o.OnFull != OnFullEscape,
 	} {
 		if err := spec.Variables[name].Set(value); err != nil {
 			return nil, fmt.Errorf("set %s: %w", name, err)

@@ -112,29 +112,38 @@ func testForkExecExitEvents(t *testing.T, v Variant) {
 
 func TestLongArgvIsCutAndSaysSo(t *testing.T) { eachVariant(t, testLongArgvIsCutAndSaysSo) }
 
+// testLongArgvIsCutAndSaysSo: an argv of 1 KiB is captured whole, one
+// beyond is cut at 1 KiB and marked so; exec events carry uid and euid.
 func testLongArgvIsCutAndSaysSo(t *testing.T, v Variant) {
 	b := openBPF(t, &BPFOptions{Variant: v})
 	rec := record(t, b)
-	long := strings.Repeat("x", 400)
-	id, j := spawn(t, b, "/bin/true "+long, RootOptions{})
+	fits := strings.Repeat("f", argsLen-len("/bin/true")-2)
+	long := strings.Repeat("x", 1500)
+	id, j := spawn(t, b, "/bin/true "+fits+"; /bin/true "+long, RootOptions{})
 	_ = j.wait()
-	waitFor(t, "exec event", 5*time.Second, func() bool {
+	var execs []lineage.Event
+	waitFor(t, "exec events", 5*time.Second, func() bool {
+		execs = execs[:0]
 		for _, ev := range rec.snapshot() {
-			if ev.Kind == lineage.EventExec && ev.Process.PID != id.PID {
-				return true
+			if ev.Kind == lineage.EventExec && ev.Process.PID != id.PID && ev.Filename == "/bin/true" {
+				execs = append(execs, ev)
 			}
 		}
-		return false
+		return len(execs) == 2
 	})
-	for _, ev := range rec.snapshot() {
-		if ev.Kind != lineage.EventExec || ev.Filename != "/bin/true" {
-			continue
+	for i, want := range []string{fits, long} {
+		ev := execs[i]
+		if len(ev.Argv) != 2 || ev.Argv[0] != "/bin/true" || !strings.HasPrefix(want, ev.Argv[1]) {
+			t.Fatalf("argv %q", ev.Argv)
 		}
-		if !ev.ArgvTruncated {
-			t.Errorf("argv of %d bytes not marked truncated", len(long))
+		if got := len(ev.Argv[1]); (i == 0 && got != len(fits)) || (i == 1 && got != argsLen-len("/bin/true")-1) {
+			t.Errorf("argv of %d bytes: %d captured", len(want)+len("/bin/true")+2, got)
 		}
-		if len(ev.Argv) != 2 || ev.Argv[0] != "/bin/true" || !strings.HasPrefix(long, ev.Argv[1]) {
-			t.Errorf("argv %q", ev.Argv)
+		if ev.ArgvTruncated != (i == 1) {
+			t.Errorf("argv of %d bytes: truncated %v", len(want)+len("/bin/true")+2, ev.ArgvTruncated)
+		}
+		if !ev.CredsKnown || ev.UID != uint32(os.Getuid()) || ev.EUID != uint32(os.Geteuid()) {
+			t.Errorf("creds known %v, uid %d, euid %d: want %d, %d", ev.CredsKnown, ev.UID, ev.EUID, os.Getuid(), os.Geteuid())
 		}
 	}
 }
@@ -252,7 +261,9 @@ func TestFullMembershipMapIsCountedNotSilent(t *testing.T) {
 }
 
 func testFullMembershipMapIsCountedNotSilent(t *testing.T, v Variant) {
-	b := openBPF(t, &BPFOptions{MaxMembers: 4, Variant: v})
+	// --on-full=escape: the escapes are counted and said; TestFullMapFailsClosed
+	// has the default.
+	b := openBPF(t, &BPFOptions{MaxMembers: 4, Variant: v, OnFull: OnFullEscape})
 	rec := record(t, b)
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)

@@ -83,18 +83,26 @@ func (b *BPF) settleSpawned(pid uint32) (lineage.Identity, bool) {
 	}
 	if found {
 		var m lineageMember
-		if err := b.objs.Members.Lookup(pid, &m); err != nil || m.Start != ours.StartTicks {
-			// Already gone is fine (a command that exits at once); the
-			// root entry still names it.
-			if err == nil {
-				found = false
-			}
+		err := b.objs.Members.Lookup(pid, &m)
+		switch {
+		case err == nil && m.Start != ours.StartTicks:
+			found = false
+		case err != nil && b.runningUntracked(ours):
+			found = false
 		}
 		if err := b.setRootFlag(ours, lineageRootFlagROOT_F_SPAWNING, false); err != nil {
 			found = false
 		}
 	}
 	return ours, found
+}
+
+// runningUntracked reports whether id runs without a member entry: it was
+// never tracked, unlike a command that already exited, whose zombie waits
+// for its parent with the root entry still naming it.
+func (b *BPF) runningUntracked(id lineage.Identity) bool {
+	st, err := b.proc.Stat(int(id.PID))
+	return err == nil && st.StartTicks == id.StartTicks && st.State != "Z"
 }
 
 // Register implements Backend.

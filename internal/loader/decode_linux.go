@@ -11,17 +11,28 @@ import (
 
 const eventSize = int(unsafe.Sizeof(lineageEvent{}))
 
+// argsLen is LINEAGE_ARGS_LEN: how much of argv an exec event carries.
+const argsLen = len(lineageEvent{}.Args)
+
+// eventHeaderSize is how much of struct event a fork or exit event fills:
+// all but the filename and argv, which only exec events carry.
+const eventHeaderSize = int(unsafe.Offsetof(lineageEvent{}.Filename))
+
 // decode turns one ring-buffer record into an Event.
 func decode(raw []byte) (lineage.Event, error) {
-	if len(raw) < eventSize {
-		return lineage.Event{}, fmt.Errorf("decode event: %d bytes, want %d", len(raw), eventSize)
+	want := eventHeaderSize
+	if len(raw) >= int(unsafe.Offsetof(lineageEvent{}.Kind))+4 && kindOf(raw) == lineageEventKindEVENT_EXEC {
+		want = eventSize
+	}
+	if len(raw) < want {
+		return lineage.Event{}, fmt.Errorf("decode event: %d bytes, want %d", len(raw), want)
 	}
 	// The record is the C struct in the machine's own byte order and
 	// layout (bpf2go checks the layout): a plain copy decodes it, without
 	// the reflection of encoding/binary, which would cost the reader more
 	// CPU per event than the kernel spends producing it.
 	var e lineageEvent
-	copy(unsafe.Slice((*byte)(unsafe.Pointer(&e)), eventSize), raw)
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&e)), eventSize), raw[:min(len(raw), eventSize)])
 	ev := lineage.Event{
 		Time:          time.Duration(e.TimeNs),
 		Process:       lineage.Identity{PID: e.Pid, StartTicks: e.Start},
@@ -41,6 +52,9 @@ func decode(raw []byte) (lineage.Event, error) {
 		ev.Filename = cString(e.Filename[:])
 		n := min(int(e.ArgsSize), len(e.Args))
 		ev.Argv = splitArgs(e.Args[:n])
+		if e.Flags&lineageEventFlagEVENT_F_CREDS != 0 {
+			ev.UID, ev.EUID, ev.CredsKnown = e.Uid, e.Euid, true
+		}
 	case lineageEventKindEVENT_EXIT:
 		ev.Kind = lineage.EventExit
 		ev.Status = lineage.ExitStatus(e.ExitStatus)
@@ -48,6 +62,14 @@ func decode(raw []byte) (lineage.Event, error) {
 		return lineage.Event{}, fmt.Errorf("decode event: unknown kind %d", e.Kind)
 	}
 	return ev, nil
+}
+
+// kindOf reads the kind of the record raw, at least a kind's length long.
+func kindOf(raw []byte) lineageEventKind {
+	var k lineageEventKind
+	off := unsafe.Offsetof(lineageEvent{}.Kind)
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&k)), unsafe.Sizeof(k)), raw[off:])
+	return k
 }
 
 func cString[T ~int8 | ~uint8](b []T) string {

@@ -124,3 +124,21 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	}
 }
+
+// TestDecodeShortRecords: fork and exit events end before the filename; an
+// exec event that short is an error.
+func TestDecodeShortRecords(t *testing.T) {
+	var e lineageEvent
+	e.Kind = lineageEventKindEVENT_FORK
+	e.Pid, e.Start = 42, 1000
+	setBytes(e.Comm[:], "sh")
+	raw := encodeEvent(t, e)[:eventHeaderSize]
+	ev, err := decode(raw)
+	if err != nil || ev.Kind != lineage.EventFork || ev.Process.PID != 42 || ev.Comm != "sh" {
+		t.Fatalf("short fork: %+v, %v", ev, err)
+	}
+	e.Kind = lineageEventKindEVENT_EXEC
+	if _, err := decode(encodeEvent(t, e)[:eventHeaderSize]); err == nil {
+		t.Fatal("a short exec record decoded")
+	}
+}

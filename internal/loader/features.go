@@ -17,7 +17,8 @@ const (
 	// VariantAuto lets OpenBPF choose (the zero value).
 	VariantAuto Variant = ""
 	// VariantFull needs the kfuncs bpf_task_from_pid, bpf_task_release
-	// and bpf_send_signal_task (Linux 6.13+) and the helpers bpf_loop
+	// and bpf_send_signal_task (Linux 6.13+; with them bpf_task_acquire
+	// and the task iterator, 6.7+) and the helpers bpf_loop
 	// (5.17+) and bpf_for_each_map_elem (5.13+). Containment kills a
 	// reaping member's new child at birth, and a lineage can die with its
 	// supervisor where the exit hook may signal (see [HardCancelMode]).
@@ -74,7 +75,8 @@ type Features struct {
 	// tracepoints for tp_btf programs, else why not.
 	Tracing error
 	// Kfuncs: bpf_task_from_pid, bpf_task_release and
-	// bpf_send_signal_task are in the kernel's BTF.
+	// bpf_send_signal_task (and the task iterator and bpf_task_acquire,
+	// which a kill through a live thread needs) are in the kernel's BTF.
 	Kfuncs bool
 	// Loop and ForEach: bpf_loop and bpf_for_each_map_elem are helpers.
 	Loop    bool

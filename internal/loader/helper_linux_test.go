@@ -22,7 +22,7 @@ const helperVariantEnv = "LINEAGE_LOADER_TEST_VARIANT"
 
 func init() {
 	switch os.Getenv(helperEnv) {
-	case "leader-exit", "thread-fork":
+	case "leader-exit", "thread-fork", "leader-exit-long":
 		// Keep the main goroutine on the main thread (the thread-group
 		// leader): the helper can end that thread alone, and other
 		// goroutines run on other threads.
@@ -78,6 +78,17 @@ func runHelper(name string, args []string) int {
 		return 0
 	case "supervisor":
 		return runSupervisor(arg)
+	case "spare-supervisor", "leader-supervisor":
+		return runSupervisorOf(name, arg)
+	case "leader-exit-long":
+		// The leader thread exits; another thread runs on, for a finite
+		// while.
+		go func() {
+			time.Sleep(90 * time.Second)
+			os.Exit(3)
+		}()
+		syscall.RawSyscall(syscall.SYS_EXIT, 0, 0, 0)
+		return 1 // not reached
 	}
 	fmt.Fprintf(os.Stderr, "unknown helper %q\n", name)
 	return 2

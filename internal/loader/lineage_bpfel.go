@@ -26,10 +26,12 @@ type lineageEvent struct {
 	ExitStatus  int32
 	Flags       lineageEventFlag
 	ArgsSize    uint32
+	Uid         uint32
+	Euid        uint32
 	Pad         uint32
 	Comm        [16]int8
 	Filename    [128]int8
-	Args        [256]int8
+	Args        [1024]int8
 }
 
 type lineageEventFlag uint32
@@ -39,6 +41,7 @@ const (
 	lineageEventFlagEVENT_F_UNTRACKED      lineageEventFlag = 2
 	lineageEventFlagEVENT_F_CONTAINED      lineageEventFlag = 4
 	lineageEventFlagEVENT_F_ARGS_TRUNCATED lineageEventFlag = 8
+	lineageEventFlagEVENT_F_CREDS          lineageEventFlag = 16
 )
 
 type lineageEventKind uint32
@@ -66,6 +69,7 @@ const (
 	lineageMemberFlagMEMBER_F_ROOT      lineageMemberFlag = 1
 	lineageMemberFlagMEMBER_F_CONTAINED lineageMemberFlag = 2
 	lineageMemberFlagMEMBER_F_ADOPTED   lineageMemberFlag = 4
+	lineageMemberFlagMEMBER_F_SPARED    lineageMemberFlag = 8
 )
 
 type lineageRoot struct {
@@ -95,13 +99,15 @@ const (
 	lineageStatSTAT_SUPERVISOR_KILLS lineageStat = 6
 	lineageStatSTAT_SIGNAL_FAILED    lineageStat = 7
 	lineageStatSTAT_STALE            lineageStat = 8
-	lineageStatSTAT_MAX              lineageStat = 9
+	lineageStatSTAT_UNTRACKED_KILLED lineageStat = 9
+	lineageStatSTAT_MAX              lineageStat = 10
 )
 
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	lineageMapDoomed             = "doomed"
 	lineageMapEvents             = "events"
 	lineageMapMembers            = "members"
 	lineageMapRoots              = "roots"
@@ -109,7 +115,9 @@ const (
 	lineageProgHandleExec        = "handle_exec"
 	lineageProgHandleExit        = "handle_exit"
 	lineageProgHandleFork        = "handle_fork"
+	lineageVarDoomedCount        = "doomed_count"
 	lineageVarExitHasGroupDead   = "exit_has_group_dead"
+	lineageVarKillUntracked      = "kill_untracked"
 	lineageVarKillWithSupervisor = "kill_with_supervisor"
 	lineageVarSpawnRootFlags     = "spawn_root_flags"
 	lineageVarSpawnTid           = "spawn_tid"
@@ -168,6 +176,7 @@ type lineageProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lineageMapSpecs struct {
+	Doomed  *ebpf.MapSpec `ebpf:"doomed"`
 	Events  *ebpf.MapSpec `ebpf:"events"`
 	Members *ebpf.MapSpec `ebpf:"members"`
 	Roots   *ebpf.MapSpec `ebpf:"roots"`
@@ -178,7 +187,9 @@ type lineageMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lineageVariableSpecs struct {
+	DoomedCount        *ebpf.VariableSpec `ebpf:"doomed_count"`
 	ExitHasGroupDead   *ebpf.VariableSpec `ebpf:"exit_has_group_dead"`
+	KillUntracked      *ebpf.VariableSpec `ebpf:"kill_untracked"`
 	KillWithSupervisor *ebpf.VariableSpec `ebpf:"kill_with_supervisor"`
 	SpawnRootFlags     *ebpf.VariableSpec `ebpf:"spawn_root_flags"`
 	SpawnTid           *ebpf.VariableSpec `ebpf:"spawn_tid"`
@@ -206,6 +217,7 @@ func (o *lineageObjects) Close() error {
 //
 // It can be passed to loadLineageObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lineageMaps struct {
+	Doomed  *ebpf.Map `ebpf:"doomed"`
 	Events  *ebpf.Map `ebpf:"events"`
 	Members *ebpf.Map `ebpf:"members"`
 	Roots   *ebpf.Map `ebpf:"roots"`
@@ -214,6 +226,7 @@ type lineageMaps struct {
 
 func (m *lineageMaps) Close() error {
 	return _LineageClose(
+		m.Doomed,
 		m.Events,
 		m.Members,
 		m.Roots,
@@ -225,7 +238,9 @@ func (m *lineageMaps) Close() error {
 //
 // It can be passed to loadLineageObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lineageVariables struct {
+	DoomedCount        *ebpf.Variable `ebpf:"doomed_count"`
 	ExitHasGroupDead   *ebpf.Variable `ebpf:"exit_has_group_dead"`
+	KillUntracked      *ebpf.Variable `ebpf:"kill_untracked"`
 	KillWithSupervisor *ebpf.Variable `ebpf:"kill_with_supervisor"`
 	SpawnRootFlags     *ebpf.Variable `ebpf:"spawn_root_flags"`
 	SpawnTid           *ebpf.Variable `ebpf:"spawn_tid"`

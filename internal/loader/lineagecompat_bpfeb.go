@@ -16,6 +16,7 @@ import (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	lineageCompatMapDoomed             = "doomed"
 	lineageCompatMapEvents             = "events"
 	lineageCompatMapMembers            = "members"
 	lineageCompatMapRoots              = "roots"
@@ -23,7 +24,9 @@ const (
 	lineageCompatProgHandleExec        = "handle_exec"
 	lineageCompatProgHandleExit        = "handle_exit"
 	lineageCompatProgHandleFork        = "handle_fork"
+	lineageCompatVarDoomedCount        = "doomed_count"
 	lineageCompatVarExitHasGroupDead   = "exit_has_group_dead"
+	lineageCompatVarKillUntracked      = "kill_untracked"
 	lineageCompatVarKillWithSupervisor = "kill_with_supervisor"
 	lineageCompatVarSpawnRootFlags     = "spawn_root_flags"
 	lineageCompatVarSpawnTid           = "spawn_tid"
@@ -82,6 +85,7 @@ type lineageCompatProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lineageCompatMapSpecs struct {
+	Doomed  *ebpf.MapSpec `ebpf:"doomed"`
 	Events  *ebpf.MapSpec `ebpf:"events"`
 	Members *ebpf.MapSpec `ebpf:"members"`
 	Roots   *ebpf.MapSpec `ebpf:"roots"`
@@ -92,7 +96,9 @@ type lineageCompatMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lineageCompatVariableSpecs struct {
+	DoomedCount        *ebpf.VariableSpec `ebpf:"doomed_count"`
 	ExitHasGroupDead   *ebpf.VariableSpec `ebpf:"exit_has_group_dead"`
+	KillUntracked      *ebpf.VariableSpec `ebpf:"kill_untracked"`
 	KillWithSupervisor *ebpf.VariableSpec `ebpf:"kill_with_supervisor"`
 	SpawnRootFlags     *ebpf.VariableSpec `ebpf:"spawn_root_flags"`
 	SpawnTid           *ebpf.VariableSpec `ebpf:"spawn_tid"`
@@ -120,6 +126,7 @@ func (o *lineageCompatObjects) Close() error {
 //
 // It can be passed to loadLineageCompatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lineageCompatMaps struct {
+	Doomed  *ebpf.Map `ebpf:"doomed"`
 	Events  *ebpf.Map `ebpf:"events"`
 	Members *ebpf.Map `ebpf:"members"`
 	Roots   *ebpf.Map `ebpf:"roots"`
@@ -128,6 +135,7 @@ type lineageCompatMaps struct {
 
 func (m *lineageCompatMaps) Close() error {
 	return _LineageCompatClose(
+		m.Doomed,
 		m.Events,
 		m.Members,
 		m.Roots,
@@ -139,7 +147,9 @@ func (m *lineageCompatMaps) Close() error {
 //
 // It can be passed to loadLineageCompatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lineageCompatVariables struct {
+	DoomedCount        *ebpf.Variable `ebpf:"doomed_count"`
 	ExitHasGroupDead   *ebpf.Variable `ebpf:"exit_has_group_dead"`
+	KillUntracked      *ebpf.Variable `ebpf:"kill_untracked"`
 	KillWithSupervisor *ebpf.Variable `ebpf:"kill_with_supervisor"`
 	SpawnRootFlags     *ebpf.Variable `ebpf:"spawn_root_flags"`
 	SpawnTid           *ebpf.Variable `ebpf:"spawn_tid"`

@@ -85,8 +85,9 @@ func ProbeFeatures() (Features, error) {
 
 func probeFeatures(kernel *btf.Spec) Features {
 	f := Features{
-		Tracing:   hasTracepoints(kernel, "sched_process_fork", "sched_process_exec", "sched_process_exit"),
-		Kfuncs:    hasFuncs(kernel, "bpf_task_from_pid", "bpf_task_release", "bpf_send_signal_task"),
+		Tracing: hasTracepoints(kernel, "sched_process_fork", "sched_process_exec", "sched_process_exit"),
+		Kfuncs: hasFuncs(kernel, "bpf_task_from_pid", "bpf_task_release", "bpf_send_signal_task",
+			"bpf_task_acquire", "bpf_iter_task_new", "bpf_iter_task_next", "bpf_iter_task_destroy"),
 		GroupDead: exitHasGroupDead(kernel),
 	}
 	// Only ErrNotSupported is conclusive; an EPERM says nothing about the
