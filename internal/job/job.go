@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
@@ -49,6 +50,11 @@ type ReapOptions struct {
 	Linger time.Duration
 	// Grace is the time between SIGTERM and SIGKILL.
 	Grace time.Duration
+	// Timeout bounds the whole reap; zero means no bound. Past it, the
+	// reap kills what it knows of without waiting and reports the rest
+	// as survivors. (reap.Options has no timeout of its own: the bound is
+	// a context deadline, which reap.Reap honours by aborting.)
+	Timeout time.Duration
 }
 
 // Reap carries out d: it reaps the lineage when d says so, sparing what
@@ -65,7 +71,13 @@ func (j *Job) Reap(ctx context.Context, d policy.Decision, opts ReapOptions) {
 		return
 	}
 	src := reap.SourceFunc(func() ([]lineage.Member, error) { return t.backend.Members(j.root) })
-	r, err := reap.Reap(ctx, src, reap.Options{
+	reapCtx := ctx
+	if opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		reapCtx, cancel = context.WithTimeout(ctx, opts.Timeout)
+		defer cancel()
+	}
+	r, err := reap.Reap(reapCtx, src, reap.Options{
 		Linger:  opts.Linger,
 		Grace:   opts.Grace,
 		Contain: func() (lineage.Containment, error) { return t.backend.Contain(j.root) },
@@ -73,6 +85,10 @@ func (j *Job) Reap(ctx context.Context, d policy.Decision, opts ReapOptions) {
 		Refuse:  refuser(t.caller, j.root),
 	})
 	j.rep.Reap = &r
+	if ctx.Err() == nil && errors.Is(reapCtx.Err(), context.DeadlineExceeded) {
+		j.rep.ReapTimedOut = true
+		t.note("lineage: the reap passed its timeout of %v: reporting what is left\n", opts.Timeout)
+	}
 	if err != nil {
 		j.rep.Warnings = append(j.rep.Warnings, "reap: "+err.Error())
 	}
@@ -97,6 +113,7 @@ func (j *Job) Report() *Report {
 		j.rep.Stats = st
 		j.rep.warnLosses(j.t.choice.Backend)
 	}
+	j.rep.Incomplete = j.rep.incomplete()
 	return &j.rep
 }
 

@@ -90,6 +90,9 @@ func (r *Report) writeNotes(w io.Writer, verbose bool, left int) {
 	if r.Reap != nil && len(r.Reap.Survivors) > 0 {
 		fmt.Fprintf(w, "lineage: WARNING: %d %s could not be ended: %v\n", len(r.Reap.Survivors), plural(len(r.Reap.Survivors), "process", "processes"), r.Reap.Survivors)
 	}
+	if len(r.Incomplete) > 0 {
+		fmt.Fprintf(w, "lineage: incomplete: %s\n", strings.Join(r.Incomplete, "; "))
+	}
 	for _, warn := range r.Warnings {
 		fmt.Fprintf(w, "lineage: warning: %s\n", warn)
 	}

@@ -86,6 +86,11 @@ func OpenTracker(opts TrackerOptions) (*Tracker, error) {
 		t.children.Close()
 		return nil, err
 	}
+	if err := t.checkTimeNamespace("/proc"); err != nil {
+		_ = t.backend.Close()
+		t.children.Close()
+		return nil, err
+	}
 	t.detail("lineage: backend %s\n", t.choice)
 	t.startEvents()
 	return t, nil
