@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -154,6 +155,8 @@ func (o *runOptions) parse(cmd *cobra.Command, getenv func(string) string) error
 	if o.keep, err = policy.ParseKeeps(o.Keep); err != nil {
 		return fmt.Errorf("--keep: %w", err)
 	}
+	// exe rules match the program as named and as resolved, once, now.
+	o.keep = o.keep.Resolve(filepath.EvalSymlinks)
 	flagSwitch := policy.ReapingUnset
 	if cmd.Flags().Changed("reaping") {
 		if flagSwitch, err = policy.ParseKillSwitch(o.Reaping); err != nil || flagSwitch == policy.ReapingUnset {

@@ -175,3 +175,62 @@ func TestRunAsAnotherUser(t *testing.T) {
 		t.Errorf("the leftover was not reaped:\n%s", stderr.String())
 	}
 }
+
+// --keep exe: matches the program as users name it: through a symlink, and
+// after the binary was replaced while it ran. A rule that matched nothing
+// is reported.
+func TestRunKeepExeThroughSymlinkAndUpgrade(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			requireBackend(t, backend)
+			mark := testutil.Marker(t)
+			t.Cleanup(func() {
+				for _, p := range testutil.Find(mark) {
+					testutil.KillIdentity(p.PID, p.StartTicks)
+				}
+			})
+			dir := t.TempDir()
+			sleepPath, err := exec.LookPath("sleep")
+			if err != nil {
+				t.Fatal(err)
+			}
+			sleepPath, _ = filepath.EvalSymlinks(sleepPath)
+			link := filepath.Join(dir, "link-to-sleep")
+			if err := os.Symlink(sleepPath, link); err != nil {
+				t.Fatal(err)
+			}
+			mine := filepath.Join(dir, "mysleep")
+			raw, err := os.ReadFile(sleepPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(mine, raw, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			s := testutil.Sleep(mark)
+			// One sleep runs by its real path, one runs mysleep, which is
+			// then upgraded (replaced) while it runs.
+			script := fmt.Sprintf("setsid %[2]s %[1]s >/dev/null 2>&1 & setsid %[3]s %[1]s >/dev/null 2>&1 & sleep 0.3; cp %[3]s %[3]s.new && mv %[3]s.new %[3]s; sleep 0.1",
+				s, sleepPath, mine)
+			cmd := lineageCmd("run", "--backend", backend, "--grace", "1s",
+				"--keep", "exe:"+link, "--keep", "exe:"+mine, "--keep", "exe:/nonexistent/"+mark,
+				"--", "sh", "-c", script)
+			outb, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("%v: %s", err, outb)
+			}
+			var left []testutil.Proc
+			for _, p := range testutil.Find(mark) {
+				if len(p.Argv) == 2 && p.Argv[1] == s {
+					left = append(left, p)
+				}
+			}
+			if len(left) != 2 {
+				t.Errorf("%d sleepers left, want both kept; output:\n%s", len(left), outb)
+			}
+			if !strings.Contains(string(outb), "--keep exe:/nonexistent/"+mark+" matched no process") {
+				t.Errorf("the rule that matched nothing is not reported:\n%s", outb)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
@@ -69,6 +70,8 @@ func keeper(rules policy.KeepRules, fs proc.FS) func(lineage.Member) (bool, stri
 	if len(rules) == 0 {
 		return nil
 	}
+	// The rules came as text: resolve their paths again, as lineage did.
+	rules = rules.Resolve(filepath.EvalSymlinks)
 	return func(m lineage.Member) (bool, string) {
 		if exe, err := fs.Exe(int(m.PID)); err == nil && exe != "" {
 			m.Filename = exe

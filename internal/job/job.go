@@ -77,14 +77,23 @@ func (j *Job) Reap(ctx context.Context, d policy.Decision, opts ReapOptions) {
 		reapCtx, cancel = context.WithTimeout(ctx, opts.Timeout)
 		defer cancel()
 	}
+	var keep func(lineage.Member) (bool, string)
+	var tally *keepTally
+	if len(j.keep) > 0 {
+		tally = newKeepTally(j.keep, t.tree, t.proc)
+		keep = tally.keep
+	}
 	r, err := reap.Reap(reapCtx, src, reap.Options{
 		Linger:  opts.Linger,
 		Grace:   opts.Grace,
 		Contain: func() (lineage.Containment, error) { return t.backend.Contain(j.root) },
-		Keep:    keeper(j.keep, t.tree, t.proc),
+		Keep:    keep,
 		Refuse:  refuser(t.caller, j.root),
 	})
 	j.rep.Reap = &r
+	if tally != nil {
+		j.rep.Warnings = append(j.rep.Warnings, tally.unused()...)
+	}
 	if ctx.Err() == nil && errors.Is(reapCtx.Err(), context.DeadlineExceeded) {
 		j.rep.ReapTimedOut = true
 		t.note("lineage: the reap passed its timeout of %v: reporting what is left\n", opts.Timeout)

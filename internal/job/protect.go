@@ -35,28 +35,6 @@ func callerFacts(procFS proc.FS) (policy.Caller, error) {
 	return c, nil
 }
 
-// keeper turns keep rules into the reaper's Keep: an exe rule matches the
-// executable the kernel shows for the process, or else the file its last
-// exec named.
-func keeper(rules policy.KeepRules, tree *lineage.Tree, procFS proc.FS) func(lineage.Member) (bool, string) {
-	if len(rules) == 0 {
-		return nil
-	}
-	return func(m lineage.Member) (bool, string) {
-		if known, ok := tree.Get(m.Identity); ok && m.Filename == "" {
-			m.Filename = known.Filename
-		}
-		if exe, err := procFS.Exe(int(m.PID)); err == nil && exe != "" {
-			m.Filename = exe
-		}
-		rule, ok := rules.Spares(m)
-		if !ok {
-			return false, ""
-		}
-		return true, "kept by --keep " + rule.String()
-	}
-}
-
 // refuser is the policy's protected set, asked again at every signal.
 func refuser(caller policy.Caller, root lineage.Identity) func(lineage.Member, lineage.Stat) (string, bool) {
 	return func(m lineage.Member, st lineage.Stat) (string, bool) {
