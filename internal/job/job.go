@@ -88,7 +88,7 @@ func (j *Job) Reap(ctx context.Context, d policy.Decision, opts ReapOptions) {
 		Grace:   opts.Grace,
 		Contain: func() (lineage.Containment, error) { return t.backend.Contain(j.root) },
 		Keep:    keep,
-		Refuse:  refuser(t.caller, j.root),
+		Refuse:  refuser(t.caller, j.root, t.proc),
 	})
 	j.rep.Reap = &r
 	if tally != nil {
