@@ -44,9 +44,9 @@ type Children struct {
 	unclaimed []int
 	limit     int
 	waiters   map[int][]chan lineage.ExitStatus
-	sigs     chan os.Signal
-	stop     chan struct{}
-	done     chan struct{}
+	sigs      chan os.Signal
+	stop      chan struct{}
+	done      chan struct{}
 }
 
 // WatchChildren starts reaping children. Stop it with Close.
