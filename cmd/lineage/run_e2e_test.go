@@ -72,6 +72,8 @@ type runResult struct {
 	code   int
 	stderr string
 	report *job.Report
+	// maxRSS is lineage's peak resident set, in KiB.
+	maxRSS int64
 }
 
 // runJob runs lineage in a process group of its own, with two bystanders
@@ -112,6 +114,9 @@ func runJob(t *testing.T, mark string, env []string, args ...string) runResult {
 		t.Fatalf("lineage run did not finish within a minute; stderr:\n%s", stderr.String())
 	}
 	res := runResult{stderr: stderr.String()}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		res.maxRSS = ru.Maxrss
+	}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:

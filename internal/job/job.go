@@ -70,6 +70,8 @@ func (j *Job) Reap(ctx context.Context, d policy.Decision, opts ReapOptions) {
 		j.rep.addLeftovers(ms, t.tree, t.proc)
 		return
 	}
+	// The report shows how each reaped member ended: keep their exits.
+	t.tree.SetPruning(false)
 	src := reap.SourceFunc(func() ([]lineage.Member, error) { return t.backend.Members(j.root) })
 	reapCtx := ctx
 	if opts.Timeout > 0 {

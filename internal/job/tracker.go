@@ -61,6 +61,8 @@ type Tracker struct {
 // process's children. Close it when its jobs are done.
 func OpenTracker(opts TrackerOptions) (*Tracker, error) {
 	t := &Tracker{log: opts.Log, verbose: opts.Verbose, tree: lineage.NewTree()}
+	// Until a reap, exited members are dropped once they matter to nobody.
+	t.tree.SetPruning(true)
 	if t.log == nil {
 		t.log = io.Discard
 	}
