@@ -234,3 +234,30 @@ func TestRunKeepExeThroughSymlinkAndUpgrade(t *testing.T) {
 		})
 	}
 }
+
+// A fatal signal in the middle of a reap cuts it short: what the reaper
+// knows of (stopped members too, with the proc backend's containment) is
+// killed, and lineage exits 128+N at once.
+func TestRunFatalSignalMidReap(t *testing.T) {
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	var stderr bytes.Buffer
+	cmd := startUntilReady(t, &stderr, "run", "--backend", loader.BackendProc, "--grace", "60s", "--", "sh", "-c",
+		fmt.Sprintf(`setsid sh -c 'trap "" TERM; exec sleep %s' & sleep 0.3; echo ready`, testutil.Sleep(mark)))
+	time.Sleep(1500 * time.Millisecond) // the job exited; the reap waits out its grace
+	began := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGUSR2); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 128+int(syscall.SIGUSR2) {
+		t.Fatalf("lineage ended with %v, want exit %d; stderr:\n%s", err, 128+int(syscall.SIGUSR2), stderr.String())
+	}
+	if took := time.Since(began); took > 10*time.Second {
+		t.Errorf("lineage took %v to end after the signal", took)
+	}
+	if left := testutil.Find(mark); len(left) != 0 {
+		t.Errorf("left alive: %v; stderr:\n%s", left, stderr.String())
+	}
+}

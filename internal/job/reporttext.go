@@ -114,7 +114,7 @@ func (r *Report) writeNotes(w io.Writer, verbose bool, left int) {
 		fmt.Fprintf(w, "lineage: incomplete: %s\n", strings.Join(r.Incomplete, "; "))
 	}
 	for _, warn := range r.Warnings {
-		fmt.Fprintf(w, "lineage: warning: %s\n", warn)
+		fmt.Fprintf(w, "lineage: warning: %s\n", lineage.Printable(warn))
 	}
 	if left > 0 || verbose {
 		for _, limit := range r.Limits {
