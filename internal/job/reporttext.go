@@ -1,11 +1,9 @@
 package job
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -123,27 +121,17 @@ func (r *Report) writeNotes(w io.Writer, verbose bool, left int) {
 	}
 }
 
-// WriteJSONFile writes the report as indented JSON to path, atomically: a
-// reader never sees half a report.
+// WriteJSONFile writes the report as indented JSON to path, as
+// [ReportFile] does: atomically, never through a symlink, for the invoking
+// user. A caller that runs a job first pins the file with
+// [OpenReportFile] before the job starts instead.
 func (r *Report) WriteJSONFile(path string) error {
-	r.Version = ReportVersion
-	data, err := json.MarshalIndent(r, "", "  ")
+	f, err := OpenReportFile(path, os.Getenv)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	defer f.Close()
+	return f.Write(r)
 }
 
 func commandText(argv []string, comm string) string {
