@@ -261,3 +261,22 @@ func TestRunFatalSignalMidReap(t *testing.T) {
 		t.Errorf("left alive: %v; stderr:\n%s", left, stderr.String())
 	}
 }
+
+// A report path that is already a symlink (or a device) is refused before
+// the job starts: replacing it is never what the user meant.
+func TestRunRefusesAReportPathThatIsNoFile(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(filepath.Join(dir, "target"), link); err != nil {
+		t.Fatal(err)
+	}
+	witness := filepath.Join(dir, "ran")
+	out, err := lineageCmd("run", "--backend", loader.BackendProc, "--report", link, "--", "touch", witness).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitFailure || !strings.Contains(string(out), "not a regular file") {
+		t.Fatalf("got %v, want exit %d:\n%s", err, exitFailure, out)
+	}
+	if _, err := os.Stat(witness); err == nil {
+		t.Error("the job ran")
+	}
+}

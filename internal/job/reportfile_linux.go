@@ -25,7 +25,9 @@ type ReportFile struct {
 	gid  int
 }
 
-// OpenReportFile pins path's directory. The invoking user is SUDO_UID and
+// OpenReportFile pins path's directory. A path that names something other
+// than a regular file now (a symlink such as /dev/stdout, a device) is
+// refused. The invoking user is SUDO_UID and
 // SUDO_GID from getenv when set, else lineage's own real uid and gid.
 // Errors for a path that names no file wrap [lineage.ErrInvalid].
 func OpenReportFile(path string, getenv func(string) string) (*ReportFile, error) {
@@ -36,6 +38,13 @@ func OpenReportFile(path string, getenv func(string) string) (*ReportFile, error
 	fd, err := unix.Open(filepath.Dir(path), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("report file %s: open directory: %w", path, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(fd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
+		// Replacing a symlink the user named (/dev/stdout) or a device
+		// is never what they meant; one the job plants later is replaced.
+		_ = unix.Close(fd)
+		return nil, fmt.Errorf("%w report file %s: exists and is not a regular file", lineage.ErrInvalid, path)
 	}
 	f := &ReportFile{dir: os.NewFile(uintptr(fd), filepath.Dir(path)), base: base, uid: os.Getuid(), gid: os.Getgid()}
 	if uid, err := strconv.Atoi(getenv("SUDO_UID")); err == nil && uid >= 0 {
