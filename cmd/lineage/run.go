@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,6 +37,9 @@ type runOptions struct {
 
 	Command []string
 
+	// safety are issue 9's flags (runflags.go).
+	safety safetyFlags
+
 	// Parsed from the above by newCmdRun before runF runs.
 	backend  string
 	keep     policy.KeepRules
@@ -60,15 +64,25 @@ pidfd), never by bare pid, name or process group. Then a report on stderr says
 what was left behind and what happened to each; --report writes it as JSON.
 
 SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to lineage are passed on to COMMAND;
-once COMMAND has exited, the lineage is reaped as usual.
+once COMMAND has exited, the lineage is reaped as usual. Any other signal
+that would end lineage (SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF,
+SIGXCPU, SIGXFSZ, SIGPWR, SIGSTKFLT) reaps the lineage at once and makes
+lineage exit 128+N. SIGPIPE is ignored. A reap gives up after --reap-timeout
+and reports what survived.
+
+--report FILE is written through its directory as opened before COMMAND
+starts, replacing FILE atomically (never following a symlink), owned by the
+invoking user (SUDO_UID/SUDO_GID when set) with mode 0644.
 
 The BPF backend (root, or CAP_BPF and CAP_PERFMON, on a kernel with BTF)
 tracks forks in the kernel: nothing escapes. The proc backend polls /proc
 instead; see 'lineage doctor' for what this machine allows.
 
-Exit status: COMMAND's own; 128+N when signal N killed it; 124 when the
-deadline passed; 125 when lineage itself failed; 126 when COMMAND could not
-be run; 127 when it was not found.`,
+Exit status: COMMAND's own; 128+N when signal N killed it (or killed
+lineage, for signals not passed on); 123 with --strict when COMMAND exited 0
+but tracking or reaping was incomplete; 124 when the deadline passed; 125
+when lineage itself failed; 126 when COMMAND could not be run; 127 when it
+was not found.`,
 		Example: `  lineage run -- ./ci.sh
   lineage run --deadline 30m --report leaks.json -- make test
   lineage run --keep exe:/usr/bin/redis-server -- ./start-services.sh
@@ -97,16 +111,17 @@ be run; 127 when it was not found.`,
 	f.DurationVar(&opts.Linger, "linger", 0, "after the command exits, wait this long for its leftovers to exit by themselves")
 	f.DurationVar(&opts.Grace, "grace", reap.DefaultGrace, "time between SIGTERM and SIGKILL")
 	f.StringVar(&opts.ReportFile, "report", "", "also write the report as JSON to `FILE`")
-	f.StringArrayVar(&opts.Keep, "keep", nil, "spare processes on purpose: `RULE` is exe:/abs/path, PID@START or root:PID@START (repeatable)")
-	f.StringVar(&opts.Reaping, "reaping", "", "on or off; off reports leftovers and kills nothing (LINEAGE_REAPING in the environment wins)")
+	f.StringArrayVar(&opts.Keep, "keep", nil, "spare processes on purpose: `RULE` is exe:/abs/path (as named or resolved), PID@START or root:PID@START (repeatable)")
+	f.StringVar(&opts.Reaping, "reaping", "", "on or off (also 1/0, true/false, yes/no, enabled/disabled, any case); off reports leftovers and kills nothing (LINEAGE_REAPING in the environment wins)")
 	f.BoolVar(&opts.KeepOnAbort, "keep-on-abort", false, "if lineage itself is killed (SIGKILL), leave the lineage running for inspection instead of killing it in the kernel")
 	f.StringVar(&opts.HardCancel, "hard-cancel", hardCancelAuto, "who reaps the lineage if lineage is killed: auto (the kernel where it can, else a guardian) or guardian")
 	_ = f.MarkHidden("hard-cancel")
-	f.Uint32Var(&opts.MaxMembers, "max-members", loader.DefaultMaxMembers, "bpf backend: how many processes can be tracked at once")
+	f.Uint32Var(&opts.MaxMembers, "max-members", loader.DefaultMaxMembers, "bpf backend: how many processes can be tracked at once (capped at pid_max)")
 	f.StringVar(&opts.OnFull, "on-full", string(loader.OnFullKill), "bpf backend: a process the full membership map can't track is killed (kill) or let go (escape); either way, counted and reported")
 	f.StringVar(&opts.Interval, "interval", "", "proc backend: time between two /proc scans (default: adapts to the machine)")
 	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "say which backend is used and why, and report every member")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing when nothing was left behind")
+	opts.safety.add(f)
 	return cmd
 }
 
@@ -134,6 +149,9 @@ func (o *runOptions) parse(cmd *cobra.Command, getenv func(string) string) error
 	if _, err := loader.ParseOnFull(o.OnFull); err != nil {
 		return fmt.Errorf("--on-full: %w", err)
 	}
+	if err := o.safety.parse(&o.MaxMembers, "/proc"); err != nil {
+		return err
+	}
 	if cmd.Flags().Changed("interval") {
 		if o.interval, err = loader.ParseInterval(o.Interval); err != nil {
 			return fmt.Errorf("--interval: %w", err)
@@ -142,6 +160,8 @@ func (o *runOptions) parse(cmd *cobra.Command, getenv func(string) string) error
 	if o.keep, err = policy.ParseKeeps(o.Keep); err != nil {
 		return fmt.Errorf("--keep: %w", err)
 	}
+	// exe rules match the program as named and as resolved, once, now.
+	o.keep = o.keep.Resolve(filepath.EvalSymlinks)
 	flagSwitch := policy.ReapingUnset
 	if cmd.Flags().Changed("reaping") {
 		if flagSwitch, err = policy.ParseKillSwitch(o.Reaping); err != nil || flagSwitch == policy.ReapingUnset {
@@ -162,6 +182,15 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	var reportFile *job.ReportFile
+	if o.ReportFile != "" {
+		// Pinned before the job starts: the job can't redirect it.
+		var err error
+		if reportFile, err = job.OpenReportFile(o.ReportFile, os.Getenv); err != nil {
+			return err
+		}
+		defer reportFile.Close()
+	}
 	rep, end, err := job.Run(ctx, job.Config{
 		Tracker: job.TrackerOptions{
 			Backend:    o.backend,
@@ -179,11 +208,13 @@ func runRun(ctx context.Context, o *runOptions) error {
 			Keep:              o.keep,
 			DieWithSupervisor: !o.KeepOnAbort && !o.reaping.Off, // the kill switch covers a hard cancel too
 			Guardian:          o.guardian(),
+			Credential:        o.safety.credential,
 		},
-		Deadline: o.Deadline,
-		Linger:   o.Linger,
-		Grace:    o.Grace,
-		Reaping:  o.reaping,
+		ReapTimeout: o.safety.ReapTimeout,
+		Deadline:    o.Deadline,
+		Linger:      o.Linger,
+		Grace:       o.Grace,
+		Reaping:     o.reaping,
 	})
 	var start *job.StartError
 	if errors.As(err, &start) {
@@ -193,10 +224,10 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := o.writeReport(rep); err != nil {
+	if err := o.writeReport(rep, reportFile); err != nil {
 		fmt.Fprintf(o.s.err, "lineage: %v\n", err)
 	}
-	return exitError{end.ExitCode()}
+	return exitError{o.safety.exitCode(rep, end)}
 }
 
 // How a hard cancel (lineage SIGKILLed with its process group) is answered:
@@ -232,9 +263,9 @@ func (o *runOptions) guardian() job.GuardianSpec {
 
 // writeReport writes the JSON report if asked, then prints the report for
 // people.
-func (o *runOptions) writeReport(rep *job.Report) error {
-	if o.ReportFile != "" {
-		if err := rep.WriteJSONFile(o.ReportFile); err != nil {
+func (o *runOptions) writeReport(rep *job.Report, file *job.ReportFile) error {
+	if file != nil {
+		if err := file.Write(rep); err != nil {
 			return fmt.Errorf("write report: %w", err)
 		}
 	}

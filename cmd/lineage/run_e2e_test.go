@@ -72,6 +72,8 @@ type runResult struct {
 	code   int
 	stderr string
 	report *job.Report
+	// maxRSS is lineage's peak resident set, in KiB.
+	maxRSS int64
 }
 
 // runLimit is how long one `lineage run` of a test may take: a minute, or
@@ -122,6 +124,9 @@ func runJob(t *testing.T, mark string, env []string, args ...string) runResult {
 		t.Fatalf("lineage run did not finish within %v; stderr:\n%s", runLimit(), stderr.String())
 	}
 	res := runResult{stderr: stderr.String()}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		res.maxRSS = ru.Maxrss
+	}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:

@@ -74,7 +74,11 @@ func TestRunOptionsKillSwitchFromEnvironment(t *testing.T) {
 		{"off", "on", true, false},
 		{"", "off", true, false},
 		{"maybe", "", false, true},
-		{"OFF", "", false, true},
+		{"OFF", "", true, false},
+		{" 0 ", "on", true, false},
+		{"", "Disabled", true, false},
+		{"", "YES", false, false},
+		{"offf", "", false, true},
 	} {
 		var got *runOptions
 		cmd := newCmdRun(streams{out: &bytes.Buffer{}, err: &bytes.Buffer{}}, func(o *runOptions) error { got = o; return nil })

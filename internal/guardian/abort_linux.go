@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
@@ -39,7 +40,7 @@ func abort(h *hello, root lineage.Identity, src source, stderr io.Writer) error 
 	opts := reap.Options{
 		Grace:  h.Grace,
 		Keep:   keeper(h.Keep, fs),
-		Refuse: refuser(h.Caller, root),
+		Refuse: refuser(h.Caller, root, fs),
 	}
 	// What the rules spare, the kernel must spare too; then contain before
 	// anything else: the kernel kills new children from now on, so the
@@ -97,6 +98,8 @@ func keeper(rules policy.KeepRules, fs proc.FS) func(lineage.Member) (bool, stri
 	if len(rules) == 0 {
 		return nil
 	}
+	// The rules came as text: resolve their paths again, as lineage did.
+	rules = rules.Resolve(filepath.EvalSymlinks)
 	return func(m lineage.Member) (bool, string) {
 		if exe, err := fs.Exe(int(m.PID)); err == nil && exe != "" {
 			m.Filename = exe
@@ -111,8 +114,16 @@ func keeper(rules policy.KeepRules, fs proc.FS) func(lineage.Member) (bool, stri
 
 // refuser is lineage's protected set, as lineage told it: its own pid, its
 // ancestors and its process group stay protected after its death.
-func refuser(caller policy.Caller, root lineage.Identity) func(lineage.Member, lineage.Stat) (string, bool) {
+// With a caller's user, the member's user ids are read too (see
+// policy.Caller.User).
+func refuser(caller policy.Caller, root lineage.Identity, fs proc.FS) func(lineage.Member, lineage.Stat) (string, bool) {
 	return func(m lineage.Member, st lineage.Stat) (string, bool) {
-		return policy.Protect(caller, root, policy.Candidate{Member: m, Stat: st})
+		c := policy.Candidate{Member: m, Stat: st}
+		if caller.User != nil {
+			if ids, err := fs.UIDs(int(m.PID)); err == nil {
+				c.UIDs = &policy.UIDs{Real: ids.Real, Saved: ids.Saved}
+			}
+		}
+		return policy.Protect(caller, root, c)
 	}
 }

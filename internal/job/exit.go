@@ -2,6 +2,7 @@ package job
 
 import (
 	"os"
+	"syscall"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/policy"
@@ -29,6 +30,9 @@ type End struct {
 	Deadline bool
 	// Interrupted is the signal passed on to the job, if any.
 	Interrupted os.Signal
+	// Fatal is a signal lineage was sent and does not pass on, that ended
+	// the wait or the reap: lineage reaps and exits 128+N.
+	Fatal os.Signal
 }
 
 // Event is the policy event the end calls for: the deadline, or the root's
@@ -44,6 +48,9 @@ func (e End) Event() policy.Event {
 // the deadline passed, the root's own exit code, 128+N when signal N ended
 // it, and [ExitFailure] when its end is not known.
 func (e End) ExitCode() int {
+	if sig, ok := e.Fatal.(syscall.Signal); ok {
+		return 128 + int(sig)
+	}
 	if e.Deadline {
 		return ExitDeadline
 	}

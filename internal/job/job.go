@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -26,6 +27,25 @@ type Job struct {
 	rep     Report
 	// spared holds the members marked spared in the kernel (spare.go).
 	spared sync.Map
+	// keeps applies the keep rules and remembers which ever matched; nil
+	// without rules (see keeper).
+	keeps    *keepTally
+	keepOnce sync.Once
+}
+
+// keeper is the job's keep rules as the reaper's Keep, or nil without rules.
+// Every use shares one tally, so a rule that spared a process anywhere
+// counts as matched. Safe for concurrent use.
+func (j *Job) keeper() func(lineage.Member) (bool, string) {
+	j.keepOnce.Do(func() {
+		if len(j.keep) > 0 {
+			j.keeps = newKeepTally(j.keep, j.t.tree, j.t.proc)
+		}
+	})
+	if j.keeps == nil {
+		return nil
+	}
+	return j.keeps.keep
 }
 
 // Close stops tracking the job's lineage. It signals nothing.
@@ -53,6 +73,11 @@ type ReapOptions struct {
 	Linger time.Duration
 	// Grace is the time between SIGTERM and SIGKILL.
 	Grace time.Duration
+	// Timeout bounds the whole reap; zero means no bound. Past it, the
+	// reap kills what it knows of without waiting and reports the rest
+	// as survivors. (reap.Options has no timeout of its own: the bound is
+	// a context deadline, which reap.Reap honours by aborting.)
+	Timeout time.Duration
 }
 
 // Reap carries out d: it reaps the lineage when d says so, sparing what
@@ -71,15 +96,30 @@ func (j *Job) Reap(ctx context.Context, d policy.Decision, opts ReapOptions) {
 	// Before anything is contained: what the rules spare, the kernel
 	// must spare too.
 	j.markSpared()
+	// The report shows how each reaped member ended: keep their exits.
+	t.tree.SetPruning(false)
 	src := reap.SourceFunc(func() ([]lineage.Member, error) { return t.backend.Members(j.root) })
-	r, err := reap.Reap(ctx, src, reap.Options{
+	reapCtx := ctx
+	if opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		reapCtx, cancel = context.WithTimeout(ctx, opts.Timeout)
+		defer cancel()
+	}
+	r, err := reap.Reap(reapCtx, src, reap.Options{
 		Linger:  opts.Linger,
 		Grace:   opts.Grace,
 		Contain: func() (lineage.Containment, error) { return t.backend.Contain(j.root) },
-		Keep:    keeper(j.keep, t.tree, t.proc),
-		Refuse:  refuser(t.caller, j.root),
+		Keep:    j.keeper(),
+		Refuse:  refuser(t.caller, j.root, t.proc),
 	})
 	j.rep.Reap = &r
+	if j.keeps != nil {
+		j.rep.Warnings = append(j.rep.Warnings, j.keeps.unused()...)
+	}
+	if ctx.Err() == nil && errors.Is(reapCtx.Err(), context.DeadlineExceeded) {
+		j.rep.ReapTimedOut = true
+		t.note("lineage: the reap passed its timeout of %v: reporting what is left\n", opts.Timeout)
+	}
 	if err != nil {
 		j.rep.Warnings = append(j.rep.Warnings, "reap: "+err.Error())
 	}
@@ -104,6 +144,7 @@ func (j *Job) Report() *Report {
 		j.rep.Stats = st
 		j.rep.warnLosses(j.t.choice.Backend)
 	}
+	j.rep.Incomplete = j.rep.incomplete()
 	return &j.rep
 }
 

@@ -29,37 +29,29 @@ func callerFacts(procFS proc.FS) (policy.Caller, error) {
 		}
 		pid = st.PPID
 	}
+	if uid := os.Getuid(); uid != 0 {
+		// Not root (a setcap install, or no privileges): signal only what
+		// the user could signal with kill(2), whatever capabilities
+		// lineage holds.
+		c.User = &policy.KillUser{Real: uint32(uid), Effective: uint32(os.Geteuid())}
+	}
 	if err := c.Validate(); err != nil {
 		return c, fmt.Errorf("protected set: %w", err)
 	}
 	return c, nil
 }
 
-// keeper turns keep rules into the reaper's Keep: an exe rule matches the
-// executable the kernel shows for the process, or else the file its last
-// exec named.
-func keeper(rules policy.KeepRules, tree *lineage.Tree, procFS proc.FS) func(lineage.Member) (bool, string) {
-	if len(rules) == 0 {
-		return nil
-	}
-	return func(m lineage.Member) (bool, string) {
-		if known, ok := tree.Get(m.Identity); ok && m.Filename == "" {
-			m.Filename = known.Filename
-		}
-		if exe, err := procFS.Exe(int(m.PID)); err == nil && exe != "" {
-			m.Filename = exe
-		}
-		rule, ok := rules.Spares(m)
-		if !ok {
-			return false, ""
-		}
-		return true, "kept by --keep " + rule.String()
-	}
-}
-
 // refuser is the policy's protected set, asked again at every signal.
-func refuser(caller policy.Caller, root lineage.Identity) func(lineage.Member, lineage.Stat) (string, bool) {
+// The member's user ids are read only when the caller's user bounds the
+// signals.
+func refuser(caller policy.Caller, root lineage.Identity, procFS proc.FS) func(lineage.Member, lineage.Stat) (string, bool) {
 	return func(m lineage.Member, st lineage.Stat) (string, bool) {
-		return policy.Protect(caller, root, policy.Candidate{Member: m, Stat: st})
+		c := policy.Candidate{Member: m, Stat: st}
+		if caller.User != nil {
+			if ids, err := procFS.UIDs(int(m.PID)); err == nil {
+				c.UIDs = &policy.UIDs{Real: ids.Real, Saved: ids.Saved}
+			}
+		}
+		return policy.Protect(caller, root, c)
 	}
 }

@@ -28,8 +28,11 @@ type Report struct {
 	Deadline bool             `json:"deadline_passed"`
 	// Interrupted names the signal lineage received and passed on.
 	Interrupted string `json:"interrupted,omitempty"`
-	Decision    string `json:"decision"`
-	Reaping     string `json:"reaping"`
+	// Fatal names a signal lineage received and did not pass on: it
+	// reaped at once and exited 128+N.
+	Fatal    string `json:"fatal_signal,omitempty"`
+	Decision string `json:"decision"`
+	Reaping  string `json:"reaping"`
 	// Reap is what the reaper did, when the decision was to reap.
 	Reap *reap.Report `json:"reap,omitempty"`
 	// Contained are the processes that members forked while being reaped,
@@ -39,7 +42,13 @@ type Report struct {
 	// only to report them.
 	Leftovers []Leftover   `json:"leftovers,omitempty"`
 	Stats     loader.Stats `json:"stats"`
-	Warnings  []string     `json:"warnings,omitempty"`
+	// ReapTimedOut: the reap passed its timeout; what it could not end is
+	// among the survivors.
+	ReapTimedOut bool `json:"reap_timed_out,omitempty"`
+	// Incomplete says why tracking or reaping was incomplete, if it was
+	// (`lineage run --strict` fails a job that exited 0 then).
+	Incomplete []string `json:"incomplete,omitempty"`
+	Warnings   []string `json:"warnings,omitempty"`
 	// Limits are what the backend in use can't see; printed with -v or
 	// when something was left behind.
 	Limits []string `json:"limits,omitempty"`
@@ -78,6 +87,9 @@ func (r *Report) ended(end End, took time.Duration) {
 	}
 	if end.Interrupted != nil {
 		r.Interrupted = end.Interrupted.String()
+	}
+	if end.Fatal != nil {
+		r.Fatal = end.Fatal.String()
 	}
 }
 

@@ -1,15 +1,14 @@
 package job
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/reap"
 )
 
@@ -51,19 +50,32 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) {
 	r.writeNotes(w, opts.Verbose, left)
 }
 
+// maxRows is how many members the table lists without -v; a summary line
+// counts the rest (--report has them all).
+const maxRows = 50
+
 // writeTable lists the members: what the reaper did to each, or that they
-// were left running.
+// were left running; without verbose, at most maxRows of them.
 func (r *Report) writeTable(w io.Writer, verbose bool) {
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "  IDENTITY\tPARENT\tAGE\tSIGNAL\tRESULT\tCOMMAND")
+	rows, more := 0, 0
+	room := func() bool {
+		if verbose || rows < maxRows {
+			rows++
+			return true
+		}
+		more++
+		return false
+	}
 	if r.Reap != nil {
 		for _, oc := range r.Reap.Outcomes {
-			if oc.Result == reap.Vanished && !verbose {
+			if oc.Result == reap.Vanished && !verbose || !room() {
 				continue
 			}
 			result := string(oc.Result)
 			if oc.Reason != "" && (oc.Result == reap.Refused || oc.Result == reap.Survived || oc.Result == reap.Kept) {
-				result += " (" + oc.Reason + ")"
+				result += " (" + lineage.Printable(oc.Reason) + ")"
 			}
 			name := commandText(oc.Argv, oc.Member.Comm)
 			if oc.Member.Identity == r.Root {
@@ -73,9 +85,15 @@ func (r *Report) writeTable(w io.Writer, verbose bool) {
 		}
 	}
 	for _, l := range r.Leftovers {
+		if !room() {
+			continue
+		}
 		fmt.Fprintf(tw, "  %s\t%d\t%s\t-\tleft running\t%s\n", l.Identity, l.Parent.PID, round(l.Age), commandText(l.Argv, l.Comm))
 	}
 	tw.Flush()
+	if more > 0 {
+		fmt.Fprintf(w, "lineage: ... and %d more (-v or --report lists every one)\n", more)
+	}
 }
 
 // writeNotes prints what the table doesn't say: vanished members,
@@ -90,8 +108,11 @@ func (r *Report) writeNotes(w io.Writer, verbose bool, left int) {
 	if r.Reap != nil && len(r.Reap.Survivors) > 0 {
 		fmt.Fprintf(w, "lineage: WARNING: %d %s could not be ended: %v\n", len(r.Reap.Survivors), plural(len(r.Reap.Survivors), "process", "processes"), r.Reap.Survivors)
 	}
+	if len(r.Incomplete) > 0 {
+		fmt.Fprintf(w, "lineage: incomplete: %s\n", strings.Join(r.Incomplete, "; "))
+	}
 	for _, warn := range r.Warnings {
-		fmt.Fprintf(w, "lineage: warning: %s\n", warn)
+		fmt.Fprintf(w, "lineage: warning: %s\n", lineage.Printable(warn))
 	}
 	if left > 0 || verbose {
 		for _, limit := range r.Limits {
@@ -100,27 +121,17 @@ func (r *Report) writeNotes(w io.Writer, verbose bool, left int) {
 	}
 }
 
-// WriteJSONFile writes the report as indented JSON to path, atomically: a
-// reader never sees half a report.
+// WriteJSONFile writes the report as indented JSON to path, as
+// [ReportFile] does: atomically, never through a symlink, for the invoking
+// user. A caller that runs a job first pins the file with
+// [OpenReportFile] before the job starts instead.
 func (r *Report) WriteJSONFile(path string) error {
-	r.Version = ReportVersion
-	data, err := json.MarshalIndent(r, "", "  ")
+	f, err := OpenReportFile(path, os.Getenv)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	defer f.Close()
+	return f.Write(r)
 }
 
 func commandText(argv []string, comm string) string {
@@ -128,15 +139,18 @@ func commandText(argv []string, comm string) string {
 		return shellQuote(argv)
 	}
 	if comm != "" {
-		return "[" + comm + "]"
+		return "[" + lineage.Printable(comm) + "]"
 	}
 	return "?"
 }
 
-// shellQuote renders argv for a human, quoting what needs it.
+// shellQuote renders argv for a human, quoting what needs it, with every
+// control character escaped (lineage.Printable): an argument can't forge
+// lines or drive the terminal.
 func shellQuote(argv []string) string {
 	out := make([]string, len(argv))
 	for i, a := range argv {
+		a = lineage.Printable(a)
 		if a != "" && !strings.ContainsAny(a, " \t\n'\"\\$`;&|<>()*?[]{}!#~") {
 			out[i] = a
 			continue

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/policy"
@@ -32,6 +30,8 @@ type Config struct {
 	Deadline time.Duration
 	Linger   time.Duration
 	Grace    time.Duration
+	// ReapTimeout is as in [ReapOptions.Timeout].
+	ReapTimeout time.Duration
 	// Reaping is the kill switch, resolved.
 	Reaping policy.Reaping
 }
@@ -58,9 +58,8 @@ func Run(ctx context.Context, cfg Config) (*Report, End, error) {
 	defer t.Close()
 
 	// Signals for the job are caught before it starts, so none is lost.
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	defer signal.Stop(sigs)
+	sigs := catchSignals()
+	defer sigs.stop()
 
 	j, err := t.Spawn(cfg.Spec)
 	if err != nil {
@@ -68,9 +67,17 @@ func Run(ctx context.Context, cfg Config) (*Report, End, error) {
 		return nil, End{}, err
 	}
 	defer j.Close()
-	end := j.Wait(WaitOptions{Deadline: cfg.Deadline, Signals: sigs, Grace: cfg.Grace})
+	end := j.Wait(WaitOptions{Deadline: cfg.Deadline, Signals: sigs.passed, Fatal: sigs.fatal, Grace: cfg.Grace})
 	d := j.Decide(policy.Input{Event: end.Event(), Reaping: cfg.Reaping})
-	j.Reap(ctx, d, ReapOptions{Linger: cfg.Linger, Grace: cfg.Grace})
+	opts := ReapOptions{Linger: cfg.Linger, Grace: cfg.Grace, Timeout: cfg.ReapTimeout}
+	if end.Fatal != nil {
+		opts.Linger = 0 // lineage is ending: reap at once
+	}
+	reapCtx, cutShort := sigs.duringReap(ctx)
+	j.Reap(reapCtx, d, opts)
+	if sig := cutShort(); sig != nil && j.end.Fatal == nil {
+		j.fatal(sig)
+	}
 	t.Drain()
 	return j.Report(), j.End(), nil
 }

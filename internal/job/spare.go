@@ -33,7 +33,7 @@ func (j *Job) markSpared() {
 		j.t.note("lineage: spare in the kernel: %v\n", err)
 		return
 	}
-	keep, refuse := keeper(j.keep, j.t.tree, j.t.proc), refuser(j.t.caller, j.root)
+	keep, refuse := j.keeper(), refuser(j.t.caller, j.root, j.t.proc)
 	for _, m := range ms {
 		spare := false
 		if keep != nil {
@@ -63,7 +63,7 @@ func (j *Job) spareOnEvent(ev lineage.Event) {
 	default:
 		return
 	}
-	keep := keeper(j.keep, j.t.tree, j.t.proc)
+	keep := j.keeper()
 	if keep == nil {
 		return
 	}

@@ -29,6 +29,9 @@ type Spec struct {
 	// the guardian Guardian asks for.
 	DieWithSupervisor bool
 	Guardian          GuardianSpec
+	// Credential, if set, runs the command as another user and groups
+	// (which takes privileges); the tracker keeps its own.
+	Credential *syscall.Credential
 }
 
 // Spawn starts s as a new root, in a process group of its own (the
@@ -46,7 +49,7 @@ func (t *Tracker) Spawn(s Spec) (*Job, error) {
 	if s.Stderr != nil {
 		cmd.Stderr = s.Stderr
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: s.Credential}
 	var term *supervise.Terminal
 	if s.Stdin != nil {
 		term = supervise.ForegroundTerminal(int(s.Stdin.Fd()))

@@ -66,6 +66,8 @@ type Tracker struct {
 // process's children. Close it when its jobs are done.
 func OpenTracker(opts TrackerOptions) (*Tracker, error) {
 	t := &Tracker{log: opts.Log, verbose: opts.Verbose, tree: lineage.NewTree()}
+	// Until a reap, exited members are dropped once they matter to nobody.
+	t.tree.SetPruning(true)
 	if t.log == nil {
 		t.log = io.Discard
 	}
@@ -88,6 +90,11 @@ func OpenTracker(opts TrackerOptions) (*Tracker, error) {
 		Proc: &loader.ProcOptions{Interval: opts.Interval, Reaper: t.children},
 	})
 	if err != nil {
+		t.children.Close()
+		return nil, err
+	}
+	if err := t.checkTimeNamespace("/proc"); err != nil {
+		_ = t.backend.Close()
 		t.children.Close()
 		return nil, err
 	}

@@ -16,6 +16,8 @@ type WaitOptions struct {
 	// Grace to exit; a second signal ends the wait at once.
 	Signals <-chan os.Signal
 	Grace   time.Duration
+	// Fatal signals end the wait at once: lineage reaps, then exits 128+N.
+	Fatal <-chan os.Signal
 }
 
 // Wait waits for a root the tracker spawned to exit, or for the deadline,
@@ -61,6 +63,17 @@ func (j *Job) wait(opts WaitOptions) End {
 			forwardedGrace = time.After(opts.Grace)
 		case <-forwardedGrace:
 			return end
+		case sig := <-opts.Fatal:
+			j.t.note("lineage: %v: reaping the job's lineage, then exiting\n", sig)
+			end.Fatal = sig
+			return end
 		}
 	}
+}
+
+// fatal records that sig cut the reap short: lineage exits 128+N.
+func (j *Job) fatal(sig os.Signal) {
+	j.t.note("lineage: %v: the reap was cut short\n", sig)
+	j.end.Fatal = sig
+	j.rep.Fatal = sig.String()
 }

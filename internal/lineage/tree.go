@@ -33,6 +33,8 @@ type Tree struct {
 	members map[Identity]*Member
 	// children indexes members by lineage parent.
 	children map[Identity][]Identity
+	// prune drops exited members that matter to nobody (see [Tree.SetPruning]).
+	prune bool
 }
 
 // NewTree returns an empty tree.
@@ -86,11 +88,56 @@ func (t *Tree) Apply(ev Event) {
 		}
 	case EventExec:
 		m.Filename = ev.Filename
-		m.Argv = slices.Clone(ev.Argv)
+		m.Argv = CapArgv(slices.Clone(ev.Argv))
 	case EventExit:
 		m.Exited = true
 		m.Status = ev.Status
 		m.Ended = ev.Time
+		if t.prune {
+			t.pruneFrom(m.Identity)
+		}
+	}
+}
+
+// SetPruning turns pruning on or off. While it is on, a member that has
+// exited is dropped as soon as it matters to nobody: it is not a root, was
+// not contained at birth, its fork was seen, and no member still in the
+// tree (a live descendant's chain) names it as lineage parent; its parent
+// is then looked at again. The tree then holds the live members, their
+// chains of lineage parents and the roots, however many processes a job
+// runs through. Turn it off before a reap whose exits a report must show.
+func (t *Tree) SetPruning(on bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.prune = on
+	if !on {
+		return
+	}
+	for id, m := range t.members {
+		if m.Exited {
+			t.pruneFrom(id)
+		}
+	}
+}
+
+// pruneFrom drops id, then its lineage parent, for as long as each is an
+// exited member that matters to nobody. Callers hold t.mu.
+func (t *Tree) pruneFrom(id Identity) {
+	for {
+		m, ok := t.members[id]
+		if !ok || !m.Exited || m.Contained || m.Parent.IsZero() || m.Root.IsZero() || id == m.Root || len(t.children[id]) > 0 {
+			return
+		}
+		delete(t.members, id)
+		delete(t.children, id)
+		parent := m.Parent
+		siblings := slices.DeleteFunc(t.children[parent], func(c Identity) bool { return c == id })
+		if len(siblings) == 0 {
+			delete(t.children, parent)
+		} else {
+			t.children[parent] = siblings
+		}
+		id = parent
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -142,5 +143,74 @@ func TestExitStatusText(t *testing.T) {
 		if got := c.s.String(); got != c.want {
 			t.Errorf("%#x: %q, want %q", int32(c.s), got, c.want)
 		}
+	}
+}
+
+func TestTreePrunesExitedMembersThatMatterToNobody(t *testing.T) {
+	id := func(pid uint32) Identity { return Identity{PID: pid, StartTicks: uint64(pid) * 10} } // shadows the file's id
+	root := id(100)
+	tr := NewTree()
+	tr.SetPruning(true)
+	fork := func(child, parent uint32) {
+		tr.Apply(Event{Kind: EventFork, Process: id(child), Parent: id(parent), Root: root})
+	}
+	exit := func(pid uint32) { tr.Apply(Event{Kind: EventExit, Process: id(pid), Root: root}) }
+	tr.Apply(Event{Kind: EventExec, Process: root, Root: root, Filename: "/bin/sh", Argv: []string{"sh"}})
+	// 100 → 101 → 102 (lives on); 100 → 103 → 104, both exit; 105 contained.
+	fork(101, 100)
+	fork(102, 101)
+	fork(103, 100)
+	fork(104, 103)
+	tr.Apply(Event{Kind: EventFork, Process: id(105), Parent: root, Root: root, Contained: true})
+	exit(101) // its child 102 lives: kept, as 102's lineage parent
+	exit(104)
+	exit(103) // 104 and 103 matter to nobody
+	exit(105) // contained at birth: the report counts it
+	var got []uint32
+	for _, m := range tr.Lineage(root) {
+		got = append(got, m.PID)
+	}
+	if want := []uint32{100, 101, 102, 105}; !slices.Equal(got, want) {
+		t.Errorf("lineage %v, want %v", got, want)
+	}
+	if anc := tr.Ancestry(id(102)); len(anc) != 3 {
+		t.Errorf("ancestry of the live member %v, want it up to the root", anc)
+	}
+	// Once 102 exits, its exited parent goes too; the root stays.
+	exit(102)
+	got = got[:0]
+	for _, m := range tr.Lineage(root) {
+		got = append(got, m.PID)
+	}
+	if want := []uint32{100, 105}; !slices.Equal(got, want) {
+		t.Errorf("lineage %v, want %v", got, want)
+	}
+	// With pruning off (a reap), exits stay for the report.
+	tr.SetPruning(false)
+	fork(106, 100)
+	exit(106)
+	if m, ok := tr.Get(id(106)); !ok || !m.Exited {
+		t.Errorf("with pruning off, an exit was dropped")
+	}
+	// A tree of 5,000 short-lived members holds only what lives.
+	tr.SetPruning(true)
+	big := []string{strings.Repeat("x", 100*1024)}
+	for pid := uint32(1000); pid < 6000; pid++ {
+		fork(pid, 100)
+		tr.Apply(Event{Kind: EventExec, Process: id(pid), Root: root, Argv: big})
+		exit(pid)
+	}
+	if n := len(tr.Lineage(root)); n != 2 {
+		t.Errorf("%d members kept after 5,000 exits, want the root and the contained one", n)
+	}
+}
+
+func TestTreeCapsArgv(t *testing.T) {
+	tr := NewTree()
+	p := Identity{PID: 5, StartTicks: 5}
+	tr.Apply(Event{Kind: EventExec, Process: p, Root: p, Argv: []string{"sh", strings.Repeat("x", 100*1024)}})
+	m, _ := tr.Get(p)
+	if m.Argv[len(m.Argv)-1] != ArgvCut || len(m.Argv[1]) > MaxArgvBytes {
+		t.Errorf("argv of %d bytes kept", len(m.Argv[1]))
 	}
 }

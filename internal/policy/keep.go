@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
@@ -32,6 +33,9 @@ type Keep struct {
 	by  keepBy
 	id  lineage.Identity
 	exe string
+	// resolved is exe with its symlinks resolved, when that differs
+	// (see [KeepRules.Resolve]).
+	resolved string
 }
 
 // KeepIdentity spares the one process id. It fails, wrapping [lineage.ErrInvalid],
@@ -52,13 +56,14 @@ func KeepRoot(root lineage.Identity) (Keep, error) {
 	return Keep{by: keepRoot, id: root}, nil
 }
 
-// KeepExe spares every member whose last exec ran exe (as for
-// `lineage run --keep exe:PATH`). exe must be absolute and clean, since it
-// is compared as a string with the filename the backend recorded at exec
-// (cleaned lexically): nothing is resolved here. That filename is the path
-// given to execve, so a program run through a symlink is recorded under the
-// symlink's path; callers that want both may add a rule for the target too.
-// Members that never exec'd, or exec'd a relative path, match no exe rule.
+// KeepExe spares every member whose program is exe (as for
+// `lineage run --keep exe:PATH`). exe must be absolute and clean. It is
+// compared as a string, a " (deleted)" suffix ignored, with each path the
+// caller knows for a member's program ([Keep.SparesExe]): the filename its
+// exec named, /proc/PID/exe. Nothing is resolved here; [KeepRules.Resolve]
+// adds the path with its symlinks resolved, so that a rule naming a symlink
+// also matches the program /proc/PID/exe shows. Members that never exec'd,
+// or exec'd a relative path, match an exe rule only through /proc/PID/exe.
 // Errors wrap [lineage.ErrInvalid].
 func KeepExe(exe string) (Keep, error) {
 	switch {
@@ -133,7 +138,38 @@ func (k Keep) Spares(m lineage.Member) bool {
 	case keepRoot:
 		return m.Identity == k.id || m.Root == k.id
 	case keepExe:
-		return path.IsAbs(m.Filename) && path.Clean(m.Filename) == k.exe
+		return k.matchesExe(m.Filename)
+	}
+	return false
+}
+
+// deletedSuffix is what /proc/PID/exe appends once the file was replaced
+// or removed (a program upgraded while it runs).
+const deletedSuffix = " (deleted)"
+
+// matchesExe reports whether the executable path name is k's program: the
+// path as the rule gives it, or that path resolved. A " (deleted)" suffix
+// is ignored.
+func (k Keep) matchesExe(name string) bool {
+	name = strings.TrimSuffix(name, deletedSuffix)
+	if !path.IsAbs(name) {
+		return false
+	}
+	name = path.Clean(name)
+	return name == k.exe || (k.resolved != "" && name == k.resolved)
+}
+
+// SparesExe reports whether k is an exe rule for any of names: paths of
+// one member's program, such as the filename its exec named and what
+// /proc/PID/exe shows.
+func (k Keep) SparesExe(names ...string) bool {
+	if k.by != keepExe {
+		return false
+	}
+	for _, n := range names {
+		if k.matchesExe(n) {
+			return true
+		}
 	}
 	return false
 }
@@ -141,6 +177,24 @@ func (k Keep) Spares(m lineage.Member) bool {
 // KeepRules is a set of keep rules; a member is spared when any rule spares
 // it. A nil KeepRules spares nothing.
 type KeepRules []Keep
+
+// Resolve returns the rules with each exe rule's path also resolved by
+// eval (filepath.EvalSymlinks in production), so that a rule naming a
+// symlink (/usr/bin/python3) matches the program the kernel shows
+// (/usr/bin/python3.11). A path eval can't resolve (not there yet) keeps
+// only its own name. It is done once, when the rules are parsed.
+func (r KeepRules) Resolve(eval func(string) (string, error)) KeepRules {
+	out := slices.Clone(r)
+	for i, k := range out {
+		if k.by != keepExe {
+			continue
+		}
+		if p, err := eval(k.exe); err == nil && path.IsAbs(p) && path.Clean(p) != k.exe {
+			out[i].resolved = path.Clean(p)
+		}
+	}
+	return out
+}
 
 // ParseKeeps reads each value as [ParseKeep] does (as from repeated --keep
 // flags) and fails on the first bad one.

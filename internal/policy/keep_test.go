@@ -182,3 +182,59 @@ func mustKeep(tb testing.TB, s string) Keep {
 	}
 	return k
 }
+
+func TestKeepExeMatchesTheProgramAsUsersNameIt(t *testing.T) {
+	eval := func(p string) (string, error) {
+		switch p {
+		case "/usr/bin/python3":
+			return "/usr/bin/python3.11", nil
+		case "/opt/tool":
+			return "/opt/tool", nil
+		}
+		return "", errors.New("no such file")
+	}
+	rules, err := ParseKeeps([]string{"exe:/usr/bin/python3", "exe:/opt/tool", "exe:/not/there/yet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules = rules.Resolve(eval)
+	for _, c := range []struct {
+		names []string
+		want  string
+	}{
+		{[]string{"/usr/bin/python3.11"}, "exe:/usr/bin/python3"},
+		{[]string{"/usr/bin/python3"}, "exe:/usr/bin/python3"},
+		{[]string{"", "/usr/bin/python3.11 (deleted)"}, "exe:/usr/bin/python3"},
+		{[]string{"/opt/tool (deleted)"}, "exe:/opt/tool"},
+		{[]string{"/not/there/yet"}, "exe:/not/there/yet"},
+		{[]string{"/usr/bin/python3.12"}, ""},
+		{[]string{"python3"}, ""},
+		{[]string{"/usr/bin/python3 (deleted) (deleted)"}, ""},
+		{nil, ""},
+	} {
+		got := ""
+		for _, k := range rules {
+			if k.SparesExe(c.names...) {
+				got = k.String()
+				break
+			}
+		}
+		if got != c.want {
+			t.Errorf("names %q: spared by %q, want %q", c.names, got, c.want)
+		}
+	}
+	// A member's recorded exec filename goes through Spares the same way.
+	m := lineage.Member{Identity: lineage.Identity{PID: 9, StartTicks: 9}, Filename: "/usr/bin/python3.11 (deleted)"}
+	if _, ok := rules.Spares(m); !ok {
+		t.Error("Spares ignores the resolved path")
+	}
+	// Resolving doesn't change the text form, and never adds victims to
+	// other kinds of rules.
+	if rules[0].String() != "exe:/usr/bin/python3" {
+		t.Errorf("text form %q", rules[0])
+	}
+	id, _ := ParseKeep("5@5")
+	if (KeepRules{id}).Resolve(eval)[0] != id {
+		t.Error("Resolve changed an identity rule")
+	}
+}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
@@ -34,16 +35,19 @@ func (k KillSwitch) String() string {
 	return fmt.Sprintf("KillSwitch(%d)", uint8(k))
 }
 
-// ParseKillSwitch reads "on" or "off"; the empty string is [ReapingUnset].
-// Anything else ("maybe", "OFF", "0") is an error wrapping [lineage.ErrInvalid]: a
-// switch that stops killing must not be guessed at.
+// ParseKillSwitch reads the words people use for a switch, in any case and
+// with surrounding space ignored: off, 0, false, no and disabled are
+// [ReapingOff]; on, 1, true, yes and enabled are [ReapingOn]. The empty (or
+// all-space) string is [ReapingUnset]. Anything else ("maybe", "of") is an
+// error wrapping [lineage.ErrInvalid]: a switch that stops killing must not
+// be guessed at.
 func ParseKillSwitch(s string) (KillSwitch, error) {
-	switch s {
+	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "":
 		return ReapingUnset, nil
-	case "on":
+	case "on", "1", "true", "yes", "enabled":
 		return ReapingOn, nil
-	case "off":
+	case "off", "0", "false", "no", "disabled":
 		return ReapingOff, nil
 	}
 	return ReapingUnset, fmt.Errorf("%w kill switch %q: want on or off", lineage.ErrInvalid, s)

@@ -18,6 +18,34 @@ type Caller struct {
 	// Ancestors are the pids of lineage's ancestors by parent pid, nearest
 	// first, up to init: the CI runner or agent host that started it.
 	Ancestors []int
+	// User, when set, is the invoking user whose kill(2) permission bounds
+	// what lineage may signal: set when lineage runs as another uid than
+	// root, as a setcap install does (its CAP_KILL is no licence to signal
+	// what the user could not).
+	User *KillUser
+}
+
+// KillUser is the user on whose behalf lineage signals: kill(2) lets a
+// process signal another when the sender's real or effective uid is the
+// target's real or saved uid.
+type KillUser struct {
+	Real, Effective uint32
+}
+
+// may reports whether u could signal a process with uids ids by kill(2).
+func (u KillUser) may(ids UIDs) bool {
+	for _, s := range []uint32{u.Real, u.Effective} {
+		if s == ids.Real || s == ids.Saved {
+			return true
+		}
+	}
+	return false
+}
+
+// UIDs are a candidate's real and saved user ids, as /proc/PID/status
+// shows them.
+type UIDs struct {
+	Real, Saved uint32
 }
 
 // Validate returns an error wrapping [lineage.ErrInvalid] when c lacks a fact the
@@ -37,6 +65,9 @@ func (c Caller) Validate() error {
 type Candidate struct {
 	Member lineage.Member
 	Stat   lineage.Stat
+	// UIDs are the candidate's user ids; Protect needs them only when the
+	// caller has a User, and protects when they are missing then.
+	UIDs *UIDs
 }
 
 // Protect reports whether c must never be signalled while reaping root's
@@ -49,7 +80,10 @@ type Candidate struct {
 //   - a member whose live start time differs from its recorded one (the pid
 //     was reused by a stranger);
 //   - kernel threads;
-//   - anything in lineage's own process group.
+//   - anything in lineage's own process group;
+//   - with a [Caller.User], anything that user could not signal by kill(2)
+//     (a sudo-started descendant of the user's job), or whose uids are
+//     unknown.
 //
 // Protect only ever protects: when in doubt (a zero member, a missing stat)
 // the answer is protected. The reaper checks the identity again at the
@@ -79,6 +113,19 @@ func Protect(caller Caller, root lineage.Identity, c Candidate) (reason string, 
 		return fmt.Sprintf("%s is a kernel thread", m.Identity), true
 	case st.PGRP == caller.PGID:
 		return fmt.Sprintf("%s is in lineage's own process group %d", m.Identity, st.PGRP), true
+	}
+	return protectUser(caller.User, c)
+}
+
+// protectUser protects what the invoking user could not signal.
+func protectUser(u *KillUser, c Candidate) (string, bool) {
+	switch {
+	case u == nil:
+		return "", false
+	case c.UIDs == nil:
+		return fmt.Sprintf("%s: its user ids are unknown, and lineage signals only what uid %d could", c.Member.Identity, u.Real), true
+	case !u.may(*c.UIDs):
+		return fmt.Sprintf("%s runs as uid %d (saved %d): uid %d, who ran lineage, could not signal it", c.Member.Identity, c.UIDs.Real, c.UIDs.Saved, u.Real), true
 	}
 	return "", false
 }

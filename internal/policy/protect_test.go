@@ -83,3 +83,45 @@ func TestCallerValidate(t *testing.T) {
 		t.Errorf("lineage as pid 1 of a container: %v", err)
 	}
 }
+
+// A setcap install signals only what the user who ran it could signal with
+// kill(2): the sender's real or effective uid is the target's real or
+// saved uid.
+func TestProtectBoundsCapabilitiesByTheUsersKillPermission(t *testing.T) {
+	user := &KillUser{Real: 1000, Effective: 1000}
+	with := func(ids *UIDs) Candidate { c := cand(2001, 150); c.UIDs = ids; return c }
+	tests := []struct {
+		name   string
+		user   *KillUser
+		c      Candidate
+		want   bool
+		reason string
+	}{
+		{"root's lineage: no user bound", nil, with(&UIDs{Real: 0, Saved: 0}), false, ""},
+		{"the user's own process", user, with(&UIDs{Real: 1000, Saved: 1000}), false, ""},
+		{"a setuid program the user started", user, with(&UIDs{Real: 1000, Saved: 0}), false, ""},
+		{"dropped privileges to the user, saved uid kept", user, with(&UIDs{Real: 0, Saved: 1000}), false, ""},
+		{"a sudo-started descendant", user, with(&UIDs{Real: 0, Saved: 0}), true, "uid 1000, who ran lineage, could not signal it"},
+		{"another user's process", user, with(&UIDs{Real: 1001, Saved: 1001}), true, "runs as uid 1001"},
+		{"uids unknown", user, with(nil), true, "user ids are unknown"},
+		{"effective uid counts as kill(2) says", &KillUser{Real: 1000, Effective: 1001}, with(&UIDs{Real: 1001, Saved: 1001}), false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			caller := testCaller
+			caller.User = tt.user
+			reason, got := Protect(caller, testRoot, tt.c)
+			if got != tt.want || !strings.Contains(reason, tt.reason) {
+				t.Errorf("Protect = %q, %v; want %v with %q", reason, got, tt.want, tt.reason)
+			}
+		})
+	}
+	// The other protections still come first.
+	c := with(&UIDs{Real: 1000, Saved: 1000})
+	c.Stat.StartTicks = 999
+	caller := testCaller
+	caller.User = user
+	if _, got := Protect(caller, testRoot, c); !got {
+		t.Error("a reused pid of the user's own is not protected")
+	}
+}

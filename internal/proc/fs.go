@@ -3,7 +3,11 @@ package proc
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
 	"syscall"
 
 	"github.com/prometheus/procfs"
@@ -80,27 +84,35 @@ func (p FS) Check(id lineage.Identity) error {
 }
 
 // Argv returns the command line of pid (empty for kernel threads and
-// zombies). For a process whose leader thread has exited while others run
-// on, it is read through one of the live threads.
+// zombies), at most lineage.MaxArgvBytes of it: a longer one is cut and
+// marked (lineage.ArgvFromCmdline), and never read whole. For a process
+// whose leader thread has exited while others run on, it is read through
+// one of the live threads.
 func (p FS) Argv(pid int) ([]string, error) {
-	proc, err := p.fs.Proc(pid)
+	dir := filepath.Join(p.root, strconv.Itoa(pid))
+	raw, err := readCapped(filepath.Join(dir, "cmdline"), lineage.MaxArgvBytes+1)
 	if err != nil {
 		return nil, procErr(pid, err)
 	}
-	argv, err := proc.CmdLine()
-	if err != nil {
-		return nil, procErr(pid, err)
-	}
-	if len(argv) == 0 {
-		if threads, err := p.fs.AllThreads(pid); err == nil {
-			for _, t := range threads {
-				if a, err := t.CmdLine(); err == nil && len(a) > 0 {
-					return a, nil
-				}
+	if len(raw) == 0 {
+		tasks, _ := os.ReadDir(filepath.Join(dir, "task"))
+		for _, t := range tasks {
+			if r, err := readCapped(filepath.Join(dir, "task", t.Name(), "cmdline"), lineage.MaxArgvBytes+1); err == nil && len(r) > 0 {
+				return lineage.ArgvFromCmdline(r), nil
 			}
 		}
 	}
-	return argv, nil
+	return lineage.ArgvFromCmdline(raw), nil
+}
+
+// readCapped reads at most limit bytes of the file at path.
+func readCapped(path string, limit int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, int64(limit)))
 }
 
 // PIDs lists the pids of all processes (thread-group leaders).

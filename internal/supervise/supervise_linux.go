@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -38,16 +39,21 @@ type Children struct {
 	mu       sync.Mutex
 	onReap   func(pid int, status lineage.ExitStatus)
 	statuses map[int]lineage.ExitStatus
-	waiters  map[int][]chan lineage.ExitStatus
-	sigs     chan os.Signal
-	stop     chan struct{}
-	done     chan struct{}
+	// unclaimed orders statuses oldest first; at most limit are kept, so
+	// that a job that orphans without end can't grow lineage.
+	unclaimed []int
+	limit     int
+	waiters   map[int][]chan lineage.ExitStatus
+	sigs      chan os.Signal
+	stop      chan struct{}
+	done      chan struct{}
 }
 
 // WatchChildren starts reaping children. Stop it with Close.
 func WatchChildren() *Children {
 	c := &Children{
 		statuses: make(map[int]lineage.ExitStatus),
+		limit:    maxUnclaimed,
 		waiters:  make(map[int][]chan lineage.ExitStatus),
 		sigs:     make(chan os.Signal, 1),
 		stop:     make(chan struct{}),
@@ -105,9 +111,36 @@ func (c *Children) reapOne() bool {
 		}
 		delete(c.waiters, pid)
 	} else {
-		c.statuses[pid] = status
+		c.keep(pid, status)
 	}
 	return true
+}
+
+// maxUnclaimed bounds the statuses kept for children nobody has asked
+// about yet: the job's root asks right after it starts.
+const maxUnclaimed = 1024
+
+// keep remembers pid's status for a later Wait, dropping the oldest
+// unclaimed ones beyond the limit. Callers hold c.mu.
+func (c *Children) keep(pid int, status lineage.ExitStatus) {
+	if _, ok := c.statuses[pid]; !ok {
+		c.unclaimed = append(c.unclaimed, pid)
+	}
+	c.statuses[pid] = status
+	for len(c.statuses) > c.limit && len(c.unclaimed) > 0 {
+		delete(c.statuses, c.unclaimed[0])
+		c.unclaimed = c.unclaimed[1:]
+	}
+	if len(c.unclaimed) > 2*c.limit {
+		// Claimed pids linger in the order: drop them.
+		live := c.unclaimed[:0]
+		for _, p := range c.unclaimed {
+			if _, ok := c.statuses[p]; ok {
+				live = append(live, p)
+			}
+		}
+		c.unclaimed = slices.Clip(live)
+	}
 }
 
 // OnReap has fn called with the pid and status of every child reaped from
@@ -155,6 +188,7 @@ func (c *Children) Forget() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	clear(c.statuses)
+	c.unclaimed = nil
 }
 
 // Close stops reaping, after one last pass.

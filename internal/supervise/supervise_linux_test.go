@@ -16,6 +16,15 @@ import (
 const helperEnv = "LINEAGE_SUPERVISE_HELPER"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "bounded" {
+		// The supervisor side of TestChildrenBoundsUnclaimedStatuses.
+		if err := superviseOrphans(); err != nil {
+			fmt.Println("supervisor:", err)
+			os.Exit(1)
+		}
+		fmt.Println("supervisor: ok")
+		os.Exit(0)
+	}
 	if os.Getenv(helperEnv) == "1" {
 		// The supervisor side of TestChildrenReapsOrphansAndReportsTheJob.
 		if err := superviseJob(); err != nil {
@@ -109,4 +118,55 @@ func childPids() ([]string, error) {
 		out = append(out, strings.Fields(string(raw))...)
 	}
 	return out, nil
+}
+
+// A job that leaves many orphans can't grow the statuses kept for later
+// Waits without bound: only the newest are kept.
+func TestChildrenBoundsUnclaimedStatuses(t *testing.T) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), helperEnv+"=bounded")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "supervisor: ok") {
+		t.Fatalf("supervisor: %v\n%s", err, out)
+	}
+}
+
+func superviseOrphans() error {
+	if err := BecomeSubreaper(); err != nil {
+		return err
+	}
+	children := WatchChildren()
+	defer children.Close()
+	children.mu.Lock()
+	children.limit = 8
+	children.mu.Unlock()
+	// 40 orphans, each exiting at once, come back to us and are reaped.
+	job := exec.Command("sh", "-c", "i=0; while [ $i -lt 40 ]; do (exit 5) & i=$((i+1)); done; exit 3")
+	if err := job.Start(); err != nil {
+		return err
+	}
+	st := <-children.Wait(job.Process.Pid)
+	if code, ok := st.Exited(); !ok || code != 3 {
+		return fmt.Errorf("job status %v, want exit 3", st)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left, err := childPids()
+		if err != nil {
+			return err
+		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("children left: %v", left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	children.mu.Lock()
+	defer children.mu.Unlock()
+	if n := len(children.statuses); n > 8 || len(children.unclaimed) > 16 {
+		return fmt.Errorf("%d statuses and %d pids kept, want at most 8 and 16", n, len(children.unclaimed))
+	}
+	return nil
 }

@@ -1,0 +1,51 @@
+package job
+
+import (
+	"fmt"
+
+	"github.com/lineage-dev/lineage/internal/reap"
+)
+
+// ExitIncomplete is the exit status `lineage run --strict` gives a job
+// that exited 0 when tracking or reaping was incomplete (see
+// Report.Incomplete). It is outside the job's own 0 and lineage's
+// 124 to 127.
+const ExitIncomplete = 123
+
+// incomplete lists, for people, why the report can't vouch that the whole
+// lineage was tracked and ended: lost or untracked processes, members that
+// outlived the reap (or its --reap-timeout), members the protected set
+// refused to signal. Empty means complete.
+func (r *Report) incomplete() []string {
+	var why []string
+	if n := r.Stats.MembersFull; n > 0 {
+		why = append(why, fmt.Sprintf("%d %s not tracked (membership map full)", n, plural(int(n), "process was", "processes were")))
+	}
+	if n := r.Stats.EventsLost + r.Stats.Undecodable; n > 0 {
+		why = append(why, fmt.Sprintf("%d %s lost", n, plural(int(n), "event", "events")))
+	}
+	if n := r.Stats.Unattributed; n > 0 {
+		why = append(why, fmt.Sprintf("%d unattributed %s", n, plural(int(n), "orphan", "orphans")))
+	}
+	if r.ReapTimedOut {
+		why = append(why, "the reap passed its --reap-timeout")
+	}
+	if r.Reap != nil {
+		if n := len(r.Reap.Survivors); n > 0 {
+			why = append(why, fmt.Sprintf("%d %s survived the reap", n, plural(n, "process", "processes")))
+		}
+		if n := r.Reap.Count(reap.Refused); n > 0 {
+			why = append(why, fmt.Sprintf("%d %s refused a signal (protected)", n, plural(n, "process was", "processes were")))
+		}
+	}
+	return why
+}
+
+// StrictExitCode is code, or [ExitIncomplete] when code is 0 and the
+// report is incomplete: `lineage run --strict`.
+func (r *Report) StrictExitCode(code int) int {
+	if code == 0 && len(r.Incomplete) > 0 {
+		return ExitIncomplete
+	}
+	return code
+}

@@ -1,0 +1,89 @@
+package lineage
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MaxArgvBytes bounds the command line kept of one process, in memory and
+// in reports, counting a separator after each argument as /proc does.
+const MaxArgvBytes = 4096
+
+// ArgvCut is the last element of a command line that was cut at
+// [MaxArgvBytes].
+const ArgvCut = "…[cut]"
+
+// CapArgv returns argv within [MaxArgvBytes], cut and marked with
+// [ArgvCut] when it was longer; argv itself when it fits.
+func CapArgv(argv []string) []string {
+	n := 0
+	for i, a := range argv {
+		if n+len(a)+1 <= MaxArgvBytes {
+			n += len(a) + 1
+			continue
+		}
+		out := make([]string, 0, i+2)
+		out = append(out, argv[:i]...)
+		if room := MaxArgvBytes - n; room > 1 {
+			out = append(out, strings.Clone(strings.ToValidUTF8(a[:room-1], "")))
+		}
+		return append(out, ArgvCut)
+	}
+	return argv
+}
+
+// ArgvFromCmdline splits a raw /proc/PID/cmdline read of at most
+// [MaxArgvBytes]+1 bytes into arguments, marking it cut when it was longer.
+func ArgvFromCmdline(raw []byte) []string {
+	cut := len(raw) > MaxArgvBytes
+	if cut {
+		raw = raw[:MaxArgvBytes]
+	}
+	s := strings.TrimSuffix(string(raw), "\x00")
+	if s == "" && !cut {
+		return nil
+	}
+	argv := strings.Split(s, "\x00")
+	if cut {
+		argv[len(argv)-1] = strings.ToValidUTF8(argv[len(argv)-1], "")
+		argv = append(argv, ArgvCut)
+	}
+	return argv
+}
+
+// Printable returns s with every control character, and every byte that
+// is not UTF-8, escaped as Go escapes them (\n, \x1b, \u202e...), so that
+// what a member controls (its argv, comm, executable path) can't move the
+// cursor, clear the screen or forge a line of lineage's output.
+func Printable(s string) string {
+	if !needsEscape(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Cf, r):
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+func needsEscape(s string) bool {
+	for _, r := range s {
+		if r == utf8.RuneError || unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Cf, r) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,54 @@
+package proc
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// PIDMax reads the kernel's pid_max under the /proc mounted at root: no
+// more processes than that can be alive at once.
+func PIDMax(root string) (uint32, error) {
+	b, err := os.ReadFile(filepath.Join(root, "sys/kernel/pid_max"))
+	if err != nil {
+		return 0, fmt.Errorf("read pid_max: %w", err)
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("read pid_max: %w", err)
+	}
+	return uint32(n), nil
+}
+
+// BoottimeOffset reads the calling process's time namespace's boottime
+// offset from root/self/timens_offsets. A non-zero offset shifts every
+// start time /proc shows this process, so they no longer match the
+// kernel's. A kernel without time namespaces has no offset.
+func BoottimeOffset(root string) (time.Duration, error) {
+	f, err := os.Open(filepath.Join(root, "self/timens_offsets"))
+	if os.IsNotExist(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read time namespace offsets: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) != 3 || fields[0] != "boottime" {
+			continue
+		}
+		sec, err1 := strconv.ParseInt(fields[1], 10, 64)
+		nsec, err2 := strconv.ParseInt(fields[2], 10, 64)
+		if err1 != nil || err2 != nil {
+			return 0, fmt.Errorf("read time namespace offsets: bad line %q", sc.Text())
+		}
+		return time.Duration(sec)*time.Second + time.Duration(nsec), nil
+	}
+	return 0, sc.Err()
+}
