@@ -113,3 +113,7 @@ func (j *Job) Settle(ctx context.Context, opts SettleOptions) *Report {
 	rep.fill(t.tree)
 	return rep
 }
+
+// Members returns the live members of the job's lineage as the backend
+// has them, the root included while it lives.
+func (j *Job) Members() ([]lineage.Member, error) { return j.t.backend.Members(j.root) }
