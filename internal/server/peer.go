@@ -51,4 +51,3 @@ func peerOf(r *http.Request) (Peer, error) {
 	}
 	return p, nil
 }
-

@@ -46,7 +46,7 @@ type Server struct {
 	nextID   int
 	// rootSession maps a root to its session's id, for event filtering.
 	rootSession sync.Map
-	state    *stateFile
+	state       *stateFile
 }
 
 // Open opens the tracker and restores the sessions saved in the state
