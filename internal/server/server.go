@@ -47,6 +47,8 @@ type Server struct {
 	// rootSession maps a root to its session's id, for event filtering.
 	rootSession sync.Map
 	state       *stateFile
+	closing     sync.Once
+	closeErr    error
 }
 
 // Open opens the tracker and restores the sessions saved in the state
@@ -101,6 +103,11 @@ func (s *Server) Serve(ln net.Listener) error {
 // closes the tracker. Roots are neither reaped nor forgotten: the state
 // file keeps them for the next start.
 func (s *Server) Close() error {
+	s.closing.Do(func() { s.closeErr = s.close() })
+	return s.closeErr
+}
+
+func (s *Server) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	s.hub.close()
