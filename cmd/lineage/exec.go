@@ -67,7 +67,7 @@ func runExec(o *execOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	req := server.AddRoot{PID: int64(self.PID), Start: self.StartTicks, Session: o.Session, Kind: o.Kind, Label: o.Label}
+	req := server.AddRoot{PID: int64(self.PID), Start: self.StartTicks, Session: o.Session, Kind: o.Kind, Label: o.Label, Command: args}
 	var root server.Root
 	if err := o.call(nil, "POST", "/v1/roots", req, &root, nil); err != nil {
 		return fmt.Errorf("exec: register: %w", err)

@@ -33,6 +33,9 @@ type AddRoot struct {
 	Session string `json:"session"`
 	Kind    string `json:"kind,omitempty"`
 	Label   string `json:"label,omitempty"`
+	// Command is what the root is about to run (lineage exec sends the
+	// command it will execve); nil reads the argv from /proc.
+	Command []string `json:"command,omitempty"`
 }
 
 // AddKeep is the body of POST /v1/keeps: spare one process, or (Root set)

@@ -36,7 +36,7 @@ func (s *Server) addRoot(r *http.Request, p Peer) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	v, err := s.register(se, id, req.Label)
+	v, err := s.register(se, id, req.Label, req.Command)
 	if err != nil {
 		if created {
 			s.dropIfEmpty(se)
@@ -61,7 +61,7 @@ func (s *Server) sessionForRoot(req AddRoot, p Peer) (*session, bool, error) {
 }
 
 // register makes id a root of se, serialised with se's ends and close.
-func (s *Server) register(se *session, id lineage.Identity, label string) (Root, error) {
+func (s *Server) register(se *session, id lineage.Identity, label string, command []string) (Root, error) {
 	se.op.Lock()
 	defer se.op.Unlock()
 	s.mu.Lock()
@@ -70,7 +70,7 @@ func (s *Server) register(se *session, id lineage.Identity, label string) (Root,
 	if closed {
 		return Root{}, conflict("session %q is closing", se.id)
 	}
-	j, err := s.tracker.Register(id, job.RegisterOptions{})
+	j, err := s.tracker.Register(id, job.RegisterOptions{Command: command})
 	if err != nil {
 		return Root{}, fmt.Errorf("register: %w", err)
 	}
