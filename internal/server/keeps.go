@@ -10,15 +10,22 @@ import (
 // addKeep spares a process (or a root's lineage) from the reaps of the
 // session it belongs to. A keep only ever spares.
 func (s *Server) addKeep(r *http.Request, p Peer) (int, any, error) {
-	_, id, rule, ttl, err := DecodeAddKeep(r.Body)
-	if err != nil {
-		return 0, nil, err
-	}
-	se, m, err := s.sessionOfMember(id, p)
+	req, id, rule, ttl, err := DecodeAddKeep(r.Body)
 	if err != nil {
 		return 0, nil, err
 	}
 	if err := s.mayChange(p, "keep"); err != nil {
+		return 0, nil, err
+	}
+	var se *session
+	m := lineage.Member{Identity: id, Root: id}
+	if req.Root {
+		// A root's lineage may outlive the root process itself.
+		se, _, err = s.findRoot(id, p)
+	} else {
+		se, m, err = s.sessionOfMember(id, p)
+	}
+	if err != nil {
 		return 0, nil, err
 	}
 	k := keep{rule: rule}
