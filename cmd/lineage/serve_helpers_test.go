@@ -174,6 +174,18 @@ func (d *daemon) execArgv(session, kind string, argv ...string) {
 	}
 }
 
+// startExec starts `lineage exec` with argv and doesn't wait for it: its
+// command runs on as the root. It is waited for when the test ends.
+func (d *daemon) startExec(session, kind string, argv ...string) {
+	d.t.Helper()
+	cmd := lineageCmd(append([]string{"exec", "--session", session, "--kind", kind, "--"}, argv...)...)
+	cmd.Env = append(cmd.Env, client.EnvSocket+"="+d.sock)
+	if err := cmd.Start(); err != nil {
+		d.t.Fatal(err)
+	}
+	d.t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+}
+
 // sleepers returns the identities of the live sleepers carrying mark.
 func sleepers(mark string) []testutil.Proc { return testutil.Sleepers(mark) }
 
