@@ -178,4 +178,3 @@ func ident(t *testing.T, s string) (int, uint64) {
 	}
 	return int(atoi(t, pid)), st
 }
-

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
 	"time"
 
@@ -86,6 +87,7 @@ func Open(opts Options) (*Server, error) {
 		Handler:           s.routes(),
 		ConnContext:       peerContext,
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       time.Minute,
 	}
 	return s, nil
 }
@@ -177,6 +179,8 @@ type Status struct {
 	Reaping  string `json:"reaping"`
 	Sessions int    `json:"sessions"`
 	UID      uint32 `json:"caller_uid"`
+	// Goroutines is the daemon's goroutine count, for leak checks.
+	Goroutines int `json:"goroutines"`
 }
 
 func (s *Server) status(r *http.Request, p Peer) (int, any, error) {
@@ -188,7 +192,7 @@ func (s *Server) status(r *http.Request, p Peer) (int, any, error) {
 		}
 	}
 	s.mu.Unlock()
-	return http.StatusOK, Status{API: APIVersion, Reaping: s.opts.Reaping.String(), Sessions: n, UID: p.UID}, nil
+	return http.StatusOK, Status{API: APIVersion, Reaping: s.opts.Reaping.String(), Sessions: n, UID: p.UID, Goroutines: runtime.NumGoroutine()}, nil
 }
 
 // parseIdentityPath reads the {id} of a roots path.
