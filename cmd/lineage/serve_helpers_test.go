@@ -86,6 +86,9 @@ func (d *daemon) stop() {
 		_ = d.cmd.Process.Kill()
 		<-d.done
 	}
+	if strings.Contains(d.stderr.String(), "DATA RACE") {
+		d.t.Error("the daemon raced")
+	}
 	if d.t.Failed() {
 		d.t.Logf("lineage serve stderr:\n%s", d.stderr)
 	}
@@ -95,6 +98,9 @@ func (d *daemon) stop() {
 func (d *daemon) kill9() {
 	_ = d.cmd.Process.Kill()
 	<-d.done
+	if strings.Contains(d.stderr.String(), "DATA RACE") {
+		d.t.Errorf("the daemon raced:\n%s", d.stderr)
+	}
 }
 
 // client returns an API client for the daemon.
@@ -189,10 +195,10 @@ func (d *daemon) startExec(session, kind string, argv ...string) {
 // sleepers returns the identities of the live sleepers carrying mark.
 func sleepers(mark string) []testutil.Proc { return testutil.Sleepers(mark) }
 
-// waitSleepers waits up to 5 s for n sleepers carrying mark.
+// atLeastSleepers waits up to 20 s for n sleepers carrying mark.
 func atLeastSleepers(t *testing.T, mark string, n int) []testutil.Proc {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for {
 		ps := sleepers(mark)
 		if len(ps) >= n {
