@@ -28,18 +28,31 @@ type daemon struct {
 	state  string
 	stderr *bytes.Buffer
 	done   chan error
+	// env is added to the daemon's environment.
+	env []string
 }
 
 // startDaemon starts a daemon with the bpf backend; it is stopped (SIGTERM,
 // then SIGKILL) when the test ends.
 func startDaemon(t *testing.T, stateDir string, args ...string) *daemon {
 	t.Helper()
+	return startDaemonIn(t, stateDir, nil, args...)
+}
+
+// startDaemonEnv starts a daemon with env added to its environment.
+func startDaemonEnv(t *testing.T, env []string, args ...string) *daemon {
+	t.Helper()
+	return startDaemonIn(t, "", env, args...)
+}
+
+func startDaemonIn(t *testing.T, stateDir string, env []string, args ...string) *daemon {
+	t.Helper()
 	requireBackend(t, loader.BackendBPF)
 	dir := t.TempDir()
 	if stateDir == "" {
 		stateDir = filepath.Join(dir, "state")
 	}
-	d := &daemon{t: t, sock: filepath.Join(dir, "lineage.sock"), state: stateDir, stderr: &bytes.Buffer{}}
+	d := &daemon{t: t, sock: filepath.Join(dir, "lineage.sock"), state: stateDir, stderr: &bytes.Buffer{}, env: env}
 	d.start(args...)
 	t.Cleanup(d.stop)
 	return d
@@ -49,6 +62,7 @@ func (d *daemon) start(args ...string) {
 	d.t.Helper()
 	all := append([]string{"serve", "--backend", "bpf", "--socket", d.sock, "--state-dir", d.state, "--grace", "1s"}, args...)
 	d.cmd = lineageCmd(all...)
+	d.cmd.Env = append(d.cmd.Env, d.env...)
 	d.cmd.Stderr = d.stderr
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := d.cmd.Start(); err != nil {

@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -109,6 +110,12 @@ func (j *Job) Settle(ctx context.Context, opts SettleOptions) *Report {
 	rep.Reap = &r
 	if err != nil {
 		rep.Warnings = append(rep.Warnings, "reap: "+err.Error())
+	}
+	// What the reap spared lives on, and may fork again.
+	if u, ok := t.backend.(interface{ Uncontain(lineage.Identity) error }); ok {
+		if err := u.Uncontain(j.root); err != nil && !errors.Is(err, loader.ErrNotRoot) {
+			rep.Warnings = append(rep.Warnings, "uncontain: "+err.Error())
+		}
 	}
 	rep.fill(t.tree)
 	return rep

@@ -118,7 +118,7 @@ func (s *Server) forget(se *session, e rootEntry) {
 	s.mu.Lock()
 	delete(se.roots, e.id)
 	s.mu.Unlock()
-	s.rootSession.Delete(e.id)
+	s.unindex(e.id)
 	if err := e.rt.job.Close(); err != nil {
 		s.note("lineage: untrack %s: %v\n", e.id, err)
 	}

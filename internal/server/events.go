@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
@@ -185,3 +186,14 @@ func (s *Server) events(r *http.Request, p Peer) (int, any, error) {
 }
 
 type responseKey struct{}
+
+// eventsAfterForget is how long a forgotten root's late events (the exits
+// its reap caused, still in the ring buffer) still reach its session's
+// streams.
+const eventsAfterForget = 10 * time.Second
+
+// unindex stops sending root's events to its session's streams, once its
+// late events are through.
+func (s *Server) unindex(root lineage.Identity) {
+	time.AfterFunc(eventsAfterForget, func() { s.rootSession.Delete(root) })
+}

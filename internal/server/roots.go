@@ -173,7 +173,7 @@ func (s *Server) removeRoot(r *http.Request, p Peer) (int, any, error) {
 	_, still := se.roots[id]
 	delete(se.roots, id)
 	s.mu.Unlock()
-	s.rootSession.Delete(id)
+	s.unindex(id)
 	if !still {
 		return 0, nil, notFound("no root %s", id)
 	}
