@@ -24,12 +24,38 @@ func newCmdRootsShow(s streams) *cobra.Command {
 			var out server.Root
 			return o.call(cmd.Context(), "GET", "/v1/roots/"+id.String(), nil, &out, func(w io.Writer) {
 				linef(w, "root %s (session %s) %s", out.Root, out.Session, out.Label)
-				for _, m := range out.Members {
-					linef(w, "  %s\tparent %s\t%s", m.Process, m.Parent, strings.Join(m.Argv, " "))
-				}
+				printTree(w, out.Members)
 			})
 		},
 	}
 	o.flags(cmd)
 	return cmd
+}
+
+// printTree prints members indented under their lineage parents; those
+// whose parent is not a live member start at the top.
+func printTree(w io.Writer, ms []server.Member) {
+	live := make(map[lineage.Identity]bool, len(ms))
+	kids := make(map[lineage.Identity][]server.Member)
+	for _, m := range ms {
+		live[m.Process] = true
+	}
+	var tops []server.Member
+	for _, m := range ms {
+		if live[m.Parent] && m.Parent != m.Process {
+			kids[m.Parent] = append(kids[m.Parent], m)
+		} else {
+			tops = append(tops, m)
+		}
+	}
+	var walk func(m server.Member, depth int)
+	walk = func(m server.Member, depth int) {
+		linef(w, "%s%s\t%s", strings.Repeat("  ", depth+1), m.Process, strings.Join(m.Argv, " "))
+		for _, k := range kids[m.Process] {
+			walk(k, depth+1)
+		}
+	}
+	for _, m := range tops {
+		walk(m, 0)
+	}
 }

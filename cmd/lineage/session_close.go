@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"net/url"
 
 	"github.com/spf13/cobra"
 
@@ -16,7 +17,7 @@ func newCmdSessionClose(s streams) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var out server.Ended
-			return o.call(cmd.Context(), "POST", "/v1/sessions/"+args[0]+"/close", nil, &out, func(w io.Writer) { printEnded(w, out) })
+			return o.call(cmd.Context(), "POST", "/v1/sessions/"+url.PathEscape(args[0])+"/close", nil, &out, func(w io.Writer) { printEnded(w, out) })
 		},
 	}
 	o.flags(cmd)
