@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
@@ -48,4 +49,27 @@ func TestServeRestartRestoresSessions(t *testing.T) {
 	}
 	allAlive(t, []testutil.Proc{kept})
 	testutil.KillIdentity(kept.PID, kept.StartTicks)
+}
+
+// A root that exits while no daemon runs leaves its members behind; the
+// restarted daemon registers the saved ones that still live as roots.
+func TestServeRestartFindsLeftoversOfAGoneRoot(t *testing.T) {
+	d := startDaemon(t, "")
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	d.startExec("gone", "autonomous", "sh", "-c", fmt.Sprintf("setsid sleep %[1]s1 & sleep 1", testutil.Sleep(mark)))
+	left := atLeastSleepers(t, mark+"1", 1)
+	// Any change writes the state, members included.
+	d.do("POST", "/v1/sessions", server.OpenSession{ID: "tick"}, nil)
+	d.kill9()
+	// The root exits while no daemon runs.
+	time.Sleep(1500 * time.Millisecond)
+	d.start()
+	var s server.Session
+	d.do("GET", "/v1/sessions/gone", nil, &s)
+	if len(s.Roots) != 1 || s.Roots[0].Root.PID != uint32(left[0].PID) {
+		t.Fatalf("restored roots %+v, want the leftover", s.Roots)
+	}
+	d.do("POST", "/v1/sessions/gone/turn-end", nil, nil)
+	allGone(t, left)
 }

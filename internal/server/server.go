@@ -50,6 +50,7 @@ type Server struct {
 	state       *stateFile
 	closing     sync.Once
 	closeErr    error
+	stopSave    chan struct{}
 }
 
 // Open opens the tracker and restores the sessions saved in the state
@@ -83,6 +84,10 @@ func Open(opts Options) (*Server, error) {
 		s.tracker.Close()
 		return nil, err
 	}
+	s.stopSave = make(chan struct{})
+	if s.state != nil {
+		go s.saveLoop(s.stopSave)
+	}
 	s.http = &http.Server{
 		Handler:           s.routes(),
 		ConnContext:       peerContext,
@@ -113,6 +118,7 @@ func (s *Server) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	s.hub.close()
+	close(s.stopSave)
 	_ = s.http.Shutdown(ctx)
 	s.mu.Lock()
 	for _, se := range s.sessions {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +29,7 @@ type stateFile struct {
 	mu      sync.Mutex
 	taken   uint64 // guarded by Server.mu
 	written uint64 // guarded by mu
+	last    []byte // guarded by mu: what was written last
 }
 
 type savedState struct {
@@ -63,6 +65,7 @@ func (s *Server) save() {
 	}
 	s.mu.Lock()
 	st := savedState{Version: stateVersion, NextID: s.nextID, Sessions: []savedSession{}}
+	jobs := make(map[lineage.Identity]*job.Job)
 	for _, se := range s.sessions {
 		if se.closed {
 			continue
@@ -72,12 +75,53 @@ func (s *Server) save() {
 			ID: v.ID, Kind: v.Kind, Label: v.Label, Parent: v.Parent, Owner: v.Owner,
 			UID: v.UID, Opened: v.Opened, Roots: v.Roots, Keeps: v.Keeps,
 		})
+		for id, r := range se.roots {
+			jobs[id] = r.job
+		}
 	}
 	s.state.taken++
 	seq := s.state.taken
 	s.mu.Unlock()
+	saveMembers(st, jobs)
 	if err := s.state.write(seq, st); err != nil {
 		s.note("lineage: save state: %v\n", err)
+	}
+}
+
+// saveMembers adds each root's live members to st, so that a restarted
+// daemon can find a lineage whose root exited while no daemon ran.
+func saveMembers(st savedState, jobs map[lineage.Identity]*job.Job) {
+	for i := range st.Sessions {
+		for k := range st.Sessions[i].Roots {
+			r := &st.Sessions[i].Roots[k]
+			ms, err := jobs[r.Root].Members()
+			if err != nil {
+				continue
+			}
+			for _, m := range ms {
+				if m.Identity != r.Root {
+					r.Members = append(r.Members, Member{Process: m.Identity, Parent: m.Parent})
+				}
+			}
+		}
+	}
+}
+
+// saveEvery is how often the state is written even when no request
+// changed it: members come and go on their own.
+const saveEvery = 2 * time.Second
+
+// saveLoop writes the state every saveEvery until stop is closed.
+func (s *Server) saveLoop(stop <-chan struct{}) {
+	tick := time.NewTicker(saveEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+			s.save()
+		}
 	}
 }
 
@@ -88,7 +132,7 @@ func (f *stateFile) write(seq uint64, st savedState) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if seq <= f.written {
+	if seq <= f.written || bytes.Equal(data, f.last) {
 		return nil
 	}
 	tmp, err := os.CreateTemp(f.dir, stateName+".*")
@@ -114,7 +158,7 @@ func (f *stateFile) write(seq uint64, st savedState) error {
 		_ = d.Sync()
 		d.Close()
 	}
-	f.written = seq
+	f.written, f.last = seq, data
 	return nil
 }
 
@@ -155,19 +199,39 @@ func (s *Server) restore() error {
 	return nil
 }
 
+// restoreRoot registers id again as a root of se, as saved in r.
+func (s *Server) restoreRoot(se *session, id lineage.Identity, r Root) error {
+	j, err := s.tracker.Register(id, job.RegisterOptions{Command: r.Command})
+	if err != nil {
+		return err
+	}
+	se.roots[id] = &root{job: j, label: r.Label, command: r.Command, added: r.Added}
+	s.rootSession.Store(id, se.id)
+	return nil
+}
+
 func (s *Server) restoreSession(ss savedSession) *session {
 	se := &session{
 		id: ss.ID, kind: parseKind(ss.Kind), label: ss.Label, parent: ss.Parent, owner: ss.Owner,
 		uid: ss.UID, opened: ss.Opened, roots: make(map[lineage.Identity]*root),
 	}
 	for _, r := range ss.Roots {
-		j, err := s.tracker.Register(r.Root, job.RegisterOptions{Command: r.Command})
-		if err != nil {
+		if err := s.restoreRoot(se, r.Root, r); err == nil {
+			continue
+		} else if !errors.Is(err, lineage.ErrNoProcess) && !errors.Is(err, lineage.ErrIdentityMismatch) {
 			s.note("lineage: session %s: root %s not restored: %v\n", se.id, r.Root, err)
 			continue
 		}
-		se.roots[r.Root] = &root{job: j, label: r.Label, command: r.Command, added: r.Added}
-		s.rootSession.Store(r.Root, se.id)
+		// The root exited while no daemon ran: what it left behind
+		// becomes roots of its own (a member adopted by an earlier one is
+		// tracked already).
+		n := 0
+		for _, m := range r.Members {
+			if s.restoreRoot(se, m.Process, r) == nil {
+				n++
+			}
+		}
+		s.note("lineage: session %s: root %s is gone; %d of its %d members restored as roots\n", se.id, r.Root, n, len(r.Members))
 	}
 	for _, k := range ss.Keeps {
 		rule, err := policy.ParseKeep(k.Rule)
