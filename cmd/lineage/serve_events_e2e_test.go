@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -102,8 +105,13 @@ func TestServeKeptProcessSurvivesAndForks(t *testing.T) {
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
 	s := testutil.Sleep(mark)
+	fifo := filepath.Join(t.TempDir(), "go")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The kept shell waits, childless, for the test's word, then forks.
 	d.execRoot("kept", "autonomous", fmt.Sprintf(
-		"setsid sh -c 'sleep 1.5; sleep %[1]s2' kept-%[1]s1 & setsid sleep %[1]s3 & sleep 0.2", s))
+		"setsid sh -c 'read x < %[2]s; sleep %[1]s2; true' kept-%[1]s1 & setsid sleep %[1]s3 & sleep 0.2", s, fifo))
 	shell := atLeastProcs(t, "kept-"+s+"1")
 	other := atLeastSleepers(t, s+"3", 1)
 	d.do("POST", "/v1/keeps", server.AddKeep{Process: fmt.Sprintf("%d@%d", shell.PID, shell.StartTicks)}, nil)
@@ -113,7 +121,9 @@ func TestServeKeptProcessSurvivesAndForks(t *testing.T) {
 	if n := results(end); n["kept"] != 1 {
 		t.Errorf("turn end outcomes %v, want one kept", n)
 	}
-	// The kept shell runs its next command after the turn.
+	if err := os.WriteFile(fifo, []byte("go\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	later := atLeastSleepers(t, s+"2", 1)
 	time.Sleep(100 * time.Millisecond)
 	allAlive(t, later)
@@ -121,12 +131,16 @@ func TestServeKeptProcessSurvivesAndForks(t *testing.T) {
 	allGone(t, later)
 }
 
-// atLeastProcs waits for a process whose argv carries token.
+// atLeastProcs waits for a process whose last argv word is token (the
+// name of a `sh -c SCRIPT NAME`; the script that starts it only carries
+// it).
 func atLeastProcs(t *testing.T, token string) testutil.Proc {
 	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); ; {
-		if ps := testutil.Find(token); len(ps) > 0 {
-			return ps[0]
+		for _, p := range testutil.Find(token) {
+			if len(p.Argv) > 0 && p.Argv[len(p.Argv)-1] == token {
+				return p
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no process with %s", token)
