@@ -45,6 +45,13 @@ lineage polls /proc instead.`,
 		newCmdDoctor(s, nil),
 		newCmdReport(s, nil),
 		newCmdGuardian(s),
+		newCmdServe(s),
+		newCmdExec(s),
+		newCmdRoots(s),
+		newCmdSession(s),
+		newCmdTurn(s),
+		newCmdKeep(s),
+		newCmdEvents(s),
 	)
 	return root
 }

@@ -28,7 +28,8 @@ var layers = map[string]int{
 	"internal/job":       4,
 	"internal/doctor":    4,
 	"internal/server":    5,
-	"internal/client":    5,
+	// The client speaks the server's API types (internal/server/api.go).
+	"internal/client": 6,
 }
 
 // pure packages import nothing with side effects: the standard library's

@@ -98,6 +98,9 @@ func (t *Tracker) apply(ev lineage.Event) {
 	if j, ok := t.jobs.Load(ev.Root); ok {
 		j.(*Job).spareOnEvent(ev)
 	}
+	if t.onEvent != nil {
+		t.onEvent(ev)
+	}
 	if ev.Kind != lineage.EventFork {
 		return
 	}

@@ -95,7 +95,7 @@ func (j *Job) Reap(ctx context.Context, d policy.Decision, opts ReapOptions) {
 	}
 	// Before anything is contained: what the rules spare, the kernel
 	// must spare too.
-	j.markSpared()
+	j.markSpared(j.keeper(), refuser(t.caller, j.root, t.proc))
 	// The report shows how each reaped member ended: keep their exits.
 	t.tree.SetPruning(false)
 	src := reap.SourceFunc(func() ([]lineage.Member, error) { return t.backend.Members(j.root) })

@@ -22,9 +22,9 @@ import (
 // The reaper asks the rules again at every signal; the marks only keep the
 // kernel from killing what it would spare.
 
-// markSpared marks every member of j's lineage that the keep rules or the
-// protected set spare.
-func (j *Job) markSpared() {
+// markSpared marks every member of j's lineage that keep (nil: no rules) or
+// refuse spare.
+func (j *Job) markSpared(keep func(lineage.Member) (bool, string), refuse func(lineage.Member, lineage.Stat) (string, bool)) {
 	if _, ok := j.t.backend.(loader.Sparer); !ok {
 		return
 	}
@@ -33,7 +33,6 @@ func (j *Job) markSpared() {
 		j.t.note("lineage: spare in the kernel: %v\n", err)
 		return
 	}
-	keep, refuse := j.keeper(), refuser(j.t.caller, j.root, j.t.proc)
 	for _, m := range ms {
 		spare := false
 		if keep != nil {

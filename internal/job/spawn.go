@@ -81,7 +81,7 @@ func (t *Tracker) Spawn(s Spec) (*Job, error) {
 	j := &Job{t: t, root: root, keep: s.Keep, term: term, started: started}
 	j.exit = t.children.Wait(int(root.PID))
 	t.jobs.Store(root, j)
-	j.markSpared()
+	j.markSpared(j.keeper(), refuser(t.caller, root, t.proc))
 	j.rep = Report{Command: s.Command, Root: root, Backend: t.choice, Started: started}
 	return j, nil
 }

@@ -33,6 +33,9 @@ type TrackerOptions struct {
 	// them. Verbose adds the ones that only -v asks for.
 	Log     io.Writer
 	Verbose bool
+	// OnEvent, if set, is given every event after the tree has it, from
+	// the tracker's one event goroutine; it must not block.
+	OnEvent func(lineage.Event)
 }
 
 // Tracker is one backend with the event tree it feeds, the /proc reader
@@ -48,6 +51,7 @@ type Tracker struct {
 	children *supervise.Children
 	log      io.Writer
 	verbose  bool
+	onEvent  func(lineage.Event)
 
 	// guardian, once set, is sent every new member (one guarded job per
 	// tracker: lineage run's).
@@ -65,7 +69,7 @@ type Tracker struct {
 // holds at most one tracker at a time, since it waits for all the
 // process's children. Close it when its jobs are done.
 func OpenTracker(opts TrackerOptions) (*Tracker, error) {
-	t := &Tracker{log: opts.Log, verbose: opts.Verbose, tree: lineage.NewTree()}
+	t := &Tracker{log: opts.Log, verbose: opts.Verbose, tree: lineage.NewTree(), onEvent: opts.OnEvent}
 	// Until a reap, exited members are dropped once they matter to nobody.
 	t.tree.SetPruning(true)
 	if t.log == nil {

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lineage-dev/lineage/internal/client"
+)
+
+// clientOptions are the flags every client command shares.
+type clientOptions struct {
+	s      streams
+	Socket string
+	JSON   bool
+}
+
+func (o *clientOptions) flags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.Socket, "socket", "", "the daemon's socket (default $"+client.EnvSocket+", else /run/lineage/lineage.sock)")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the daemon's answer as JSON")
+}
+
+// call sends one request and prints the answer: as JSON with --json, else
+// through text.
+func (o *clientOptions) call(ctx context.Context, method, path string, body, out any, text func(io.Writer)) error {
+	c := client.New(client.Socket(o.Socket))
+	defer c.Close()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := c.Do(ctx, method, path, body, out); err != nil {
+		return err
+	}
+	if o.JSON {
+		enc := json.NewEncoder(o.s.out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	if text != nil {
+		text(o.s.out)
+	}
+	return nil
+}
+
+func linef(w io.Writer, format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }

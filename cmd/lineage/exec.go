@@ -1,0 +1,78 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/internal/proc"
+	"github.com/lineage-dev/lineage/internal/server"
+)
+
+// execOptions are the flags of `lineage exec`.
+type execOptions struct {
+	clientOptions
+	Session string
+	Kind    string
+	Label   string
+}
+
+func newCmdExec(s streams) *cobra.Command {
+	o := &execOptions{clientOptions: clientOptions{s: s}}
+	cmd := &cobra.Command{
+		Use:   "exec --session S [flags] -- COMMAND [ARGS...]",
+		Short: "Register this process as a root of a session, then become COMMAND",
+		Long: `Ask the daemon to register lineage's own process as a root of session S
+(opened with --kind and --label if it doesn't exist), then execve COMMAND in
+place: the same pid and start time, so the root is tracked before COMMAND runs
+its first instruction. With no daemon reachable, it runs nothing and fails.`,
+		Example: `  lineage exec --session turn-7 --kind autonomous -- make test`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return errors.New("exec: no command given: lineage exec --session S -- COMMAND [ARGS...]")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return runExec(o, args) },
+	}
+	o.flags(cmd)
+	f := cmd.Flags()
+	f.SetInterspersed(false)
+	f.StringVar(&o.Session, "session", "", "the session to join (required)")
+	f.StringVar(&o.Kind, "kind", "", "the session's runtime if it is opened now: interactive or autonomous")
+	f.StringVar(&o.Label, "label", "", "a label for the root")
+	_ = cmd.MarkFlagRequired("session")
+	return cmd
+}
+
+func runExec(o *execOptions, args []string) error {
+	path, err := exec.LookPath(args[0])
+	if err != nil {
+		fmt.Fprintf(o.s.err, "lineage: exec: %v\n", err)
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			return exitError{job.ExitNotFound}
+		}
+		return exitError{job.ExitCannotRun}
+	}
+	p, err := proc.Open("/proc")
+	if err != nil {
+		return err
+	}
+	self, err := p.Identity(os.Getpid())
+	if err != nil {
+		return err
+	}
+	req := server.AddRoot{PID: int64(self.PID), Start: self.StartTicks, Session: o.Session, Kind: o.Kind, Label: o.Label, Command: args}
+	var root server.Root
+	if err := o.call(nil, "POST", "/v1/roots", req, &root, nil); err != nil {
+		return fmt.Errorf("exec: register: %w", err)
+	}
+	err = syscall.Exec(path, args, os.Environ())
+	fmt.Fprintf(o.s.err, "lineage: exec %s: %v\n", args[0], err)
+	return exitError{job.ExitCannotRun}
+}

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lineage-dev/lineage/internal/server"
+)
+
+func newCmdRootsAdd(s streams) *cobra.Command {
+	o := &clientOptions{s: s}
+	var req server.AddRoot
+	cmd := &cobra.Command{
+		Use:   "add PID --session S [--start TICKS]",
+		Short: "Register a running process as a root and adopt its descendants",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pid, err := strconv.ParseInt(args[0], 10, 64)
+			if err != nil {
+				return fmt.Errorf("roots add: pid %q: %w", args[0], err)
+			}
+			req.PID = pid
+			var out server.Root
+			return o.call(cmd.Context(), "POST", "/v1/roots", req, &out, func(w io.Writer) {
+				linef(w, "%s\t%s", out.Root, out.Session)
+			})
+		},
+	}
+	o.flags(cmd)
+	cmd.Flags().StringVar(&req.Session, "session", "", "the session to join (required)")
+	cmd.Flags().Uint64Var(&req.Start, "start", 0, "the process's start time in clock ticks (field 22 of /proc/PID/stat); default: read now")
+	cmd.Flags().StringVar(&req.Kind, "kind", "", "the session's runtime if it is opened now")
+	cmd.Flags().StringVar(&req.Label, "label", "", "a label for the root")
+	_ = cmd.MarkFlagRequired("session")
+	return cmd
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lineage-dev/lineage/internal/client"
+	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/internal/reap"
+	"github.com/lineage-dev/lineage/internal/server"
+)
+
+// serveOptions are the flags of `lineage serve`.
+type serveOptions struct {
+	s           streams
+	Socket      string
+	StateDir    string
+	SocketMode  string
+	SocketGroup string
+	Reaping     string
+	Backend     string
+	Grace       time.Duration
+	Linger      time.Duration
+	Verbose     bool
+}
+
+func newCmdServe(s streams) *cobra.Command {
+	o := &serveOptions{s: s}
+	cmd := &cobra.Command{
+		Use:   "serve [flags]",
+		Short: "Run the sidecar: the host's one tracker behind an HTTP/JSON API on a Unix socket",
+		Long: `Run the daemon that agent hosts and 'lineage exec' talk to. It listens on a
+Unix socket (curl --unix-socket SOCKET http://x/v1/...; see docs/api.md),
+authorises callers by their uid, and keeps sessions, roots and keeps in
+--state-dir so that a restarted daemon picks them up again.
+
+LINEAGE_REAPING=off in the daemon's environment wins over --reaping.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Socket, "socket", "", "where to listen (default $"+client.EnvSocket+", else "+server.DefaultSocket+")")
+	f.StringVar(&o.StateDir, "state-dir", "/var/lib/lineage", "where sessions, roots and keeps are kept")
+	f.StringVar(&o.SocketMode, "socket-mode", "0660", "the socket's permission bits, octal")
+	f.StringVar(&o.SocketGroup, "socket-group", "", "the socket's group, by name or number")
+	f.StringVar(&o.Reaping, "reaping", "", "on or off; off reports and kills nothing (LINEAGE_REAPING wins)")
+	f.StringVar(&o.Backend, "backend", loader.BackendAuto, "auto, bpf or proc")
+	f.DurationVar(&o.Grace, "grace", reap.DefaultGrace, "time between SIGTERM and SIGKILL")
+	f.DurationVar(&o.Linger, "linger", 0, "time leftovers get to exit by themselves before a reap")
+	f.BoolVarP(&o.Verbose, "verbose", "v", false, "say more")
+	return cmd
+}
+
+func (o *serveOptions) options() (server.Options, server.ListenOptions, error) {
+	backend, err := loader.ParseBackend(o.Backend)
+	if err != nil {
+		return server.Options{}, server.ListenOptions{}, fmt.Errorf("--backend: %w", err)
+	}
+	flag, err := policy.ParseKillSwitch(o.Reaping)
+	if err != nil {
+		return server.Options{}, server.ListenOptions{}, fmt.Errorf("--reaping: %w", err)
+	}
+	env, err := policy.KillSwitchFromEnv(os.Getenv)
+	if err != nil {
+		return server.Options{}, server.ListenOptions{}, err
+	}
+	mode, err := strconv.ParseUint(o.SocketMode, 8, 32)
+	if err != nil || mode > 0o777 {
+		return server.Options{}, server.ListenOptions{}, fmt.Errorf("--socket-mode %q: want octal permission bits", o.SocketMode)
+	}
+	opts := server.Options{
+		Tracker:  job.TrackerOptions{Backend: backend, Log: o.s.err, Verbose: o.Verbose},
+		StateDir: o.StateDir,
+		Reaping:  policy.ResolveReaping(env, policy.Setting{Source: "--reaping", Switch: flag}),
+		Grace:    o.Grace,
+		Linger:   o.Linger,
+		Log:      o.s.err,
+	}
+	return opts, server.ListenOptions{Mode: os.FileMode(mode), Group: o.SocketGroup}, nil
+}
+
+func runServe(o *serveOptions) error {
+	opts, lopts, err := o.options()
+	if err != nil {
+		return err
+	}
+	sock := client.Socket(o.Socket)
+	ln, err := server.Listen(sock, lopts)
+	if err != nil {
+		return err
+	}
+	srv, err := server.Open(opts)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		<-sigs
+		srv.Close()
+	}()
+	fmt.Fprintf(o.s.err, "lineage: serving on %s (reaping %s)\n", sock, opts.Reaping)
+	err = srv.Serve(ln)
+	srv.Close()
+	return err
+}

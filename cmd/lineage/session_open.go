@@ -1,0 +1,42 @@
+package main
+
+import (
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/server"
+)
+
+func newCmdSessionOpen(s streams) *cobra.Command {
+	o := &clientOptions{s: s}
+	var req server.OpenSession
+	var owner string
+	cmd := &cobra.Command{
+		Use:   "open [ID] [--kind K] [--label L] [--parent P] [--owner PID@START]",
+		Short: "Open a session",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				req.ID = args[0]
+			}
+			if owner != "" {
+				id, err := lineage.ParseIdentity(owner)
+				if err != nil {
+					return err
+				}
+				req.Owner = &id
+			}
+			var out server.Session
+			return o.call(cmd.Context(), "POST", "/v1/sessions", req, &out, func(w io.Writer) { linef(w, "%s", out.ID) })
+		},
+	}
+	o.flags(cmd)
+	f := cmd.Flags()
+	f.StringVar(&req.Kind, "kind", "", "interactive or autonomous (default interactive)")
+	f.StringVar(&req.Label, "label", "", "a label")
+	f.StringVar(&req.Parent, "parent", "", "the session this one was delegated from")
+	f.StringVar(&owner, "owner", "", "close the session when this process (PID@START) exits")
+	return cmd
+}

@@ -1,0 +1,142 @@
+// Package client talks to `lineage serve` over its Unix socket. A Client is
+// safe for concurrent use by multiple goroutines.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"syscall"
+
+	"github.com/lineage-dev/lineage/internal/server"
+)
+
+// EnvSocket names the socket when no flag does.
+const EnvSocket = "LINEAGE_SOCKET"
+
+// ErrNoDaemon is wrapped when no daemon answers on the socket.
+var ErrNoDaemon = errors.New("no lineage daemon reachable")
+
+// APIError is an error the daemon answered with.
+type APIError struct {
+	Status int
+	Body   server.Error
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("%s (%d %s)", e.Body.Error, e.Status, e.Body.Code)
+}
+
+// Socket picks the socket: flag, else $LINEAGE_SOCKET, else the default.
+func Socket(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if env := os.Getenv(EnvSocket); env != "" {
+		return env
+	}
+	return server.DefaultSocket
+}
+
+// Client sends requests to the daemon at one socket.
+type Client struct {
+	socket string
+	http   *http.Client
+}
+
+// New returns a client for the daemon listening at socket.
+func New(socket string) *Client {
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+	}
+	return &Client{socket: socket, http: &http.Client{Transport: tr}}
+}
+
+// Close releases idle connections.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+// Do sends body (nil: none) as JSON to path and decodes the answer into
+// out (nil: discarded). An error answer is an [*APIError].
+func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
+	resp, err := c.send(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+	}
+	return nil
+}
+
+// Stream sends a GET to path and returns the open answer body, for the
+// event stream. Close it when done.
+func (c *Client) Stream(ctx context.Context, path string) (io.ReadCloser, error) {
+	resp, err := c.send(ctx, http.MethodGet, path, nil)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
+func (c *Client) send(ctx context.Context, method, path string, body any) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://lineage"+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w at %s (start one with `lineage serve`): %w", ErrNoDaemon, c.socket, err)
+		}
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if resp.StatusCode >= 400 {
+		defer resp.Body.Close()
+		ae := &APIError{Status: resp.StatusCode}
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&ae.Body); err != nil {
+			ae.Body = server.Error{Error: resp.Status, Code: "unknown"}
+		}
+		return nil, ae
+	}
+	return resp, nil
+}
+
+// Query builds a path with a query string, leaving out empty values.
+func Query(path string, kv ...string) string {
+	q := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			q.Set(kv[i], kv[i+1])
+		}
+	}
+	if len(q) == 0 {
+		return path
+	}
+	return path + "?" + q.Encode()
+}

@@ -1,0 +1,133 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/internal/reap"
+)
+
+// RegisterOptions describe a running process registered as a root.
+type RegisterOptions struct {
+	// Command is what the report names the job by; nil reads the root's
+	// argv from /proc.
+	Command []string
+}
+
+// Register makes the running process id a root of the tracker and adopts
+// its existing descendants from /proc, repeating until a pass finds none;
+// from the moment the root is registered, every new fork is caught. The
+// job has no exit channel: the tracker did not start it, so [Job.Wait]
+// must not be called. The lineage does not die with the tracker's process.
+// It wraps [loader.ErrAlreadyTracked] when id is a member already, and
+// [lineage.ErrNoProcess] or [lineage.ErrIdentityMismatch] when id names no
+// live process.
+func (t *Tracker) Register(id lineage.Identity, opts RegisterOptions) (*Job, error) {
+	if err := t.backend.Register(id, loader.RootOptions{}); err != nil {
+		return nil, err
+	}
+	cmd := opts.Command
+	if cmd == nil {
+		cmd, _ = t.proc.Argv(int(id.PID))
+	}
+	started := time.Now()
+	j := &Job{t: t, root: id, started: started}
+	j.rep = Report{Command: cmd, Root: id, Backend: t.choice, Started: started}
+	return j, nil
+}
+
+// Root is the job's root.
+func (j *Job) Root() lineage.Identity { return j.root }
+
+// Live returns the live members of the job's lineage, the root included
+// while it lives, with the argv and command name the tracker saw at exec
+// (or /proc's when it saw none).
+func (j *Job) Live() ([]Leftover, error) {
+	ms, err := j.t.backend.Members(j.root)
+	if err != nil {
+		return nil, fmt.Errorf("members of %s: %w", j.root, err)
+	}
+	var r Report
+	r.addLeftovers(ms, j.t.tree, j.t.proc)
+	return r.Leftovers, nil
+}
+
+// SettleOptions say how to end a registered job's turn or session.
+type SettleOptions struct {
+	// Input is the policy's input; its Kept is set from Keep's root rules.
+	Input policy.Input
+	// Keep spares processes, on top of the job's own rules.
+	Keep policy.KeepRules
+	// Refuse, if set, names more processes that are never signalled
+	// (those the caller could not signal itself), asked at every signal.
+	Refuse func(lineage.Member, lineage.Stat) (string, bool)
+	Reap   ReapOptions
+}
+
+// Settle decides on the lineage as opts.Input calls for and reaps it or
+// only reports its live members, and returns a fresh report of that one
+// decision: unlike [Job.Reap], it may be called many times (every turn end
+// of a session). It is safe to call from one goroutine at a time per job.
+func (j *Job) Settle(ctx context.Context, opts SettleOptions) *Report {
+	t := j.t
+	keep := append(append(policy.KeepRules{}, j.keep...), opts.Keep...)
+	in := opts.Input
+	in.Kept = in.Kept || keep.KeepsRoot(j.root)
+	d := policy.Decide(in)
+	rep := &Report{Version: ReportVersion, Command: j.rep.Command, Root: j.root, Backend: t.choice, Started: j.started}
+	rep.decided(d, in.Reaping)
+	if d.Action != policy.Reap {
+		ms, err := t.backend.Members(j.root)
+		if err != nil {
+			rep.Warnings = append(rep.Warnings, "list leftovers: "+err.Error())
+		}
+		rep.addLeftovers(ms, t.tree, t.proc)
+		return rep
+	}
+	base := refuser(t.caller, j.root, t.proc)
+	refuse := func(m lineage.Member, st lineage.Stat) (string, bool) {
+		if why, no := base(m, st); no {
+			return why, no
+		}
+		if opts.Refuse != nil {
+			return opts.Refuse(m, st)
+		}
+		return "", false
+	}
+	var keeper func(lineage.Member) (bool, string)
+	if len(keep) > 0 {
+		keeper = newKeepTally(keep, t.tree, t.proc).keep
+	}
+	// Before anything is contained: what the rules spare, the kernel
+	// must spare too.
+	j.markSpared(keeper, refuse)
+	src := reap.SourceFunc(func() ([]lineage.Member, error) { return t.backend.Members(j.root) })
+	r, err := reap.Reap(ctx, src, reap.Options{
+		Linger:  opts.Reap.Linger,
+		Grace:   opts.Reap.Grace,
+		Contain: func() (lineage.Containment, error) { return t.backend.Contain(j.root) },
+		Keep:    keeper,
+		Refuse:  refuse,
+	})
+	rep.Reap = &r
+	if err != nil {
+		rep.Warnings = append(rep.Warnings, "reap: "+err.Error())
+	}
+	// What the reap spared lives on, and may fork again.
+	if u, ok := t.backend.(interface{ Uncontain(lineage.Identity) error }); ok {
+		if err := u.Uncontain(j.root); err != nil && !errors.Is(err, loader.ErrNotRoot) {
+			rep.Warnings = append(rep.Warnings, "uncontain: "+err.Error())
+		}
+	}
+	rep.fill(t.tree)
+	return rep
+}
+
+// Members returns the live members of the job's lineage as the backend
+// has them, the root included while it lives.
+func (j *Job) Members() ([]lineage.Member, error) { return j.t.backend.Members(j.root) }

@@ -1,0 +1,116 @@
+package server
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+)
+
+// badInput reports whether err is what bad input must give: invalid, or
+// too large.
+func badInput(err error) bool {
+	var ae *apiError
+	return errors.Is(err, lineage.ErrInvalid) || (errors.As(err, &ae) && ae.code == CodeTooLarge)
+}
+
+func TestDecodeAddRoot(t *testing.T) {
+	for _, c := range []struct {
+		body string
+		ok   bool
+	}{
+		{`{"pid":42,"session":"a"}`, true},
+		{`{"pid":42,"start":7,"session":"a.b-c_d","kind":"autonomous","label":"x","command":["sh"]}`, true},
+		{``, false},
+		{`{}`, false},
+		{`{"pid":42}`, false},
+		{`{"pid":1,"session":"a"}`, false},
+		{`{"pid":0,"session":"a"}`, false},
+		{`{"pid":-1,"session":"a"}`, false},
+		{`{"pid":42,"session":"-a"}`, false},
+		{`{"pid":42,"session":"a/b"}`, false},
+		{`{"pid":42,"session":"` + strings.Repeat("a", 65) + `"}`, false},
+		{`{"pid":42,"session":"a","bogus":true}`, false},
+		{`{"pid":42,"session":"a"}{}`, false},
+		{`{"pid":42,"session":"a","label":"` + strings.Repeat("l", 257) + `"}`, false},
+		{`{"pid":` + strings.Repeat(" ", MaxBody) + `42}`, false},
+	} {
+		_, err := DecodeAddRoot(strings.NewReader(c.body))
+		if c.ok && err != nil {
+			t.Errorf("%.50q: %v", c.body, err)
+		}
+		if !c.ok && !badInput(err) {
+			t.Errorf("%.50q: error %v, want invalid or too large", c.body, err)
+		}
+	}
+}
+
+func TestDecodeOpenSessionAndKeep(t *testing.T) {
+	if _, err := DecodeOpenSession(strings.NewReader(`{"id":"s1","kind":"whatever","owner":{"pid":5,"start":9}}`)); err != nil {
+		t.Error(err)
+	}
+	for _, body := range []string{`{"id":"s 1"}`, `{"owner":{"pid":1,"start":9}}`, `{"owner":{"pid":5}}`, `{"parent":"../x"}`} {
+		if _, err := DecodeOpenSession(strings.NewReader(body)); !badInput(err) {
+			t.Errorf("%q: %v, want invalid", body, err)
+		}
+	}
+	if _, _, _, ttl, err := DecodeAddKeep(strings.NewReader(`{"process":"5@9","root":true,"ttl":"1h"}`)); err != nil || ttl.Hours() != 1 {
+		t.Errorf("keep: %v %v", ttl, err)
+	}
+	for _, body := range []string{`{"process":"5"}`, `{"process":"1@5"}`, `{"process":"5@9","ttl":"0s"}`, `{"process":"5@9","ttl":"9999h"}`} {
+		if _, _, _, _, err := DecodeAddKeep(strings.NewReader(body)); !badInput(err) {
+			t.Errorf("%q: %v, want invalid", body, err)
+		}
+	}
+}
+
+// The decoders accept only what they can vouch for, and fail only with
+// bad-input errors.
+func FuzzDecodeAddRoot(f *testing.F) {
+	f.Add([]byte(`{"pid":42,"start":7,"session":"a","kind":"autonomous"}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := DecodeAddRoot(strings.NewReader(string(body)))
+		if err != nil {
+			if !badInput(err) {
+				t.Fatalf("error %v is not bad input", err)
+			}
+			return
+		}
+		if req.PID <= 1 || checkSessionID(req.Session) != nil {
+			t.Fatalf("accepted %+v", req)
+		}
+	})
+}
+
+func FuzzDecodeOpenSession(f *testing.F) {
+	f.Add([]byte(`{"id":"s","kind":"interactive","parent":"p","owner":{"pid":9,"start":3}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := DecodeOpenSession(strings.NewReader(string(body)))
+		if err != nil {
+			if !badInput(err) {
+				t.Fatalf("error %v is not bad input", err)
+			}
+			return
+		}
+		if req.Owner != nil && req.Owner.Validate() != nil {
+			t.Fatalf("accepted owner %+v", req.Owner)
+		}
+	})
+}
+
+func FuzzDecodeAddKeep(f *testing.F) {
+	f.Add([]byte(`{"process":"5@9","root":true,"ttl":"30m"}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		_, id, rule, ttl, err := DecodeAddKeep(strings.NewReader(string(body)))
+		if err != nil {
+			if !badInput(err) {
+				t.Fatalf("error %v is not bad input", err)
+			}
+			return
+		}
+		if id.Validate() != nil || rule.String() == "" || ttl < 0 || ttl > maxTTL {
+			t.Fatalf("accepted %v %v %v", id, rule, ttl)
+		}
+	})
+}

@@ -1,0 +1,16 @@
+// Package server is the sidecar behind `lineage serve`: an HTTP/JSON API on
+// a Unix socket (paths under /v1/) in front of the host's one tracker.
+//
+// Callers are authorised by the uid the kernel reports for the socket's
+// peer (SO_PEERCRED), never by pid or start time: uid 0 may do anything;
+// any other uid may register only processes whose real uid is its own, and
+// may see, keep, end or close only the sessions it opened. A caller that is
+// itself a member of a tracked lineage may register and read, but may not
+// untrack, keep, end or close anything: a job can't free itself. Reaping on
+// behalf of a caller never signals what that caller could not signal with
+// kill(2); such processes are reported instead.
+//
+// Sessions, roots and keeps are written atomically to a state directory
+// after every change, and read back when the server starts. A [Server] is
+// safe for concurrent use by multiple goroutines.
+package server

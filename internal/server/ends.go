@@ -1,0 +1,177 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/policy"
+)
+
+func (s *Server) turnEnd(r *http.Request, p Peer) (int, any, error) {
+	se, err := s.changeable(r.PathValue("id"), p, "end a turn")
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, s.end(r.Context(), se, policy.TurnEnd, p.UID), nil
+}
+
+func (s *Server) closeSessionHandler(r *http.Request, p Peer) (int, any, error) {
+	se, err := s.changeable(r.PathValue("id"), p, "close a session")
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, s.closeSession(context.WithoutCancel(r.Context()), se.id, p.UID), nil
+}
+
+func (s *Server) reportSession(r *http.Request, p Peer) (int, any, error) {
+	s.mu.Lock()
+	se, err := s.lookup(r.PathValue("id"), p)
+	s.mu.Unlock()
+	if err != nil {
+		return 0, nil, err
+	}
+	out := Ended{Session: se.id, Event: "report", Kind: se.kind.String(), Reaping: s.opts.Reaping.String(), Roots: []RootEnd{}}
+	for _, e := range s.rootsOf(se) {
+		live, err := e.rt.job.Live()
+		re := RootEnd{Root: e.id, Label: e.rt.label, Decision: "report: asked for a report", Outcomes: []Outcome{}}
+		if err != nil {
+			re.Warnings = append(re.Warnings, err.Error())
+		}
+		for _, l := range live {
+			re.Outcomes = append(re.Outcomes, se.outcome(l.Member, e.rt.label, l.Argv, l.Age, Reported, ""))
+		}
+		out.Roots = append(out.Roots, re)
+	}
+	return http.StatusOK, out, nil
+}
+
+// changeable returns session id for a caller that may change it.
+func (s *Server) changeable(id string, p Peer, what string) (*session, error) {
+	s.mu.Lock()
+	se, err := s.lookup(id, p)
+	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.mayChange(p, what); err != nil {
+		return nil, err
+	}
+	return se, nil
+}
+
+type rootEntry struct {
+	id lineage.Identity
+	rt *root
+}
+
+// rootsOf is a sorted snapshot of se's roots.
+func (s *Server) rootsOf(se *session) []rootEntry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]rootEntry, 0, len(se.roots))
+	for id, rt := range se.roots {
+		out = append(out, rootEntry{id, rt})
+	}
+	slices.SortFunc(out, func(a, b rootEntry) int { return lineage.Compare(a.id, b.id) })
+	return out
+}
+
+// end applies the policy for ev to each of se's roots, on behalf of uid,
+// and forgets the roots whose lineage is empty afterwards (all of them on
+// a session close).
+func (s *Server) end(ctx context.Context, se *session, ev policy.Event, uid uint32) Ended {
+	se.op.Lock()
+	defer se.op.Unlock()
+	out := Ended{Session: se.id, Event: ev.String(), Kind: se.kind.String(), Reaping: s.opts.Reaping.String(), Roots: []RootEnd{}}
+	s.mu.Lock()
+	keeps := se.keepRules()
+	s.mu.Unlock()
+	for _, e := range s.rootsOf(se) {
+		rep := e.rt.job.Settle(ctx, job.SettleOptions{
+			Input:  policy.Input{Kind: se.kind, Event: ev, Reaping: s.opts.Reaping},
+			Keep:   keeps,
+			Refuse: s.killRefuser(uid),
+			Reap:   job.ReapOptions{Linger: s.opts.Linger, Grace: s.opts.Grace},
+		})
+		out.Roots = append(out.Roots, se.rootEnd(e, rep))
+		s.hub.settled(se.id, rep, ev.String())
+		if ev == policy.SessionClose || s.empty(e.rt) {
+			s.forget(se, e)
+		}
+	}
+	s.save()
+	return out
+}
+
+// empty reports whether rt's lineage has no live member left.
+func (s *Server) empty(rt *root) bool {
+	ms, err := rt.job.Members()
+	return err == nil && len(ms) == 0
+}
+
+// forget untracks one root of se.
+func (s *Server) forget(se *session, e rootEntry) {
+	s.mu.Lock()
+	delete(se.roots, e.id)
+	s.mu.Unlock()
+	s.unindex(e.id)
+	if err := e.rt.job.Close(); err != nil {
+		s.note("lineage: untrack %s: %v\n", e.id, err)
+	}
+}
+
+// closeSession closes id's child sessions, then id itself: its roots are
+// decided on as a session close calls for, then forgotten, and the session
+// is gone.
+func (s *Server) closeSession(ctx context.Context, id string, uid uint32) Ended {
+	s.mu.Lock()
+	se := s.sessions[id]
+	kids := s.children(id)
+	s.mu.Unlock()
+	if se == nil {
+		return Ended{Session: id, Event: policy.SessionClose.String(), Roots: []RootEnd{}}
+	}
+	var done []Ended
+	for _, kid := range kids {
+		done = append(done, s.closeSession(ctx, kid, uid))
+	}
+	out := s.end(ctx, se, policy.SessionClose, uid)
+	out.Children = done
+	s.mu.Lock()
+	se.closed = true
+	se.stopOwner()
+	if s.sessions[id] == se {
+		delete(s.sessions, id)
+	}
+	s.mu.Unlock()
+	s.save()
+	return out
+}
+
+// rootEnd turns a job's report into the API's outcomes.
+func (se *session) rootEnd(e rootEntry, rep *job.Report) RootEnd {
+	re := RootEnd{Root: e.id, Label: e.rt.label, Decision: rep.Decision, Outcomes: []Outcome{}, Warnings: rep.Warnings}
+	for _, l := range rep.Leftovers {
+		re.Outcomes = append(re.Outcomes, se.outcome(l.Member, e.rt.label, l.Argv, l.Age, Reported, ""))
+	}
+	if rep.Reap != nil {
+		for _, o := range rep.Reap.Outcomes {
+			out := se.outcome(o.Member, e.rt.label, o.Argv, o.Age, string(o.Result), o.Reason)
+			out.Signals = o.Sent
+			re.Outcomes = append(re.Outcomes, out)
+		}
+		re.Warnings = append(re.Warnings, rep.Reap.Warnings...)
+	}
+	return re
+}
+
+func (se *session) outcome(m lineage.Member, label string, argv []string, age time.Duration, result, reason string) Outcome {
+	return Outcome{
+		Process: m.Identity, Parent: m.Parent, Argv: argv, Label: label, Session: se.id,
+		Kind: se.kind.String(), Age: age, Result: result, Reason: reason,
+	}
+}

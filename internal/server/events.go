@@ -1,0 +1,199 @@
+package server
+
+import (
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/record"
+)
+
+// item writes one or more events of the record schema.
+type item struct {
+	// root is the lineage the item is about; zero for every stream.
+	root lineage.Identity
+	// session, when set, names the session instead of root.
+	session string
+	write   func(*record.Writer) error
+}
+
+// subscriber is one event stream. Items that don't fit its buffer are
+// counted and written as a loss event: a slow reader never blocks the
+// tracker.
+type subscriber struct {
+	ch      chan item
+	session string
+	lost    uint64
+}
+
+// hub fans events out to the streams. It is safe for concurrent use.
+type hub struct {
+	mu     sync.Mutex
+	subs   map[*subscriber]bool
+	closed bool
+	// sessionOf maps a root to its session, for filtering.
+	sessionOf func(lineage.Identity) string
+}
+
+func newHub() *hub { return &hub{subs: make(map[*subscriber]bool)} }
+
+// event is the tracker's OnEvent.
+func (h *hub) event(ev lineage.Event) {
+	h.publish(item{root: ev.Root, write: func(w *record.Writer) error { return w.Event(ev) }})
+}
+
+// settled publishes a job's decision: its reap's signal and keep events,
+// or a leak event for every member only reported.
+func (h *hub) settled(session string, rep *job.Report, why string) {
+	h.publish(item{session: session, write: func(w *record.Writer) error {
+		if rep.Reap != nil {
+			return w.Reap(*rep.Reap, why)
+		}
+		for _, l := range rep.Leftovers {
+			if err := w.Leak(l.Member, why); err != nil {
+				return err
+			}
+		}
+		return nil
+	}})
+}
+
+// kept publishes a keep request.
+func (h *hub) kept(session string, m lineage.Member, reason string) {
+	h.publish(item{session: session, write: func(w *record.Writer) error { return w.Keep(m, reason) }})
+}
+
+func (h *hub) publish(it item) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.subs) == 0 {
+		return
+	}
+	if it.session == "" && h.sessionOf != nil && !it.root.IsZero() {
+		it.session = h.sessionOf(it.root)
+	}
+	for sub := range h.subs {
+		if sub.session != "" && sub.session != it.session {
+			continue
+		}
+		select {
+		case sub.ch <- it:
+		default:
+			sub.lost++
+		}
+	}
+}
+
+func (h *hub) subscribe(session string) *subscriber {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	sub := &subscriber{ch: make(chan item, 1024), session: session}
+	if h.closed {
+		close(sub.ch)
+		return sub
+	}
+	h.subs[sub] = true
+	return sub
+}
+
+func (h *hub) unsubscribe(sub *subscriber) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.subs[sub] {
+		delete(h.subs, sub)
+		close(sub.ch)
+	}
+}
+
+// takeLost returns and clears sub's count of dropped items.
+func (h *hub) takeLost(sub *subscriber) uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := sub.lost
+	sub.lost = 0
+	return n
+}
+
+// close ends every stream.
+func (h *hub) close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	for sub := range h.subs {
+		delete(h.subs, sub)
+		close(sub.ch)
+	}
+}
+
+// flushWriter flushes the response after every write, so each event line
+// reaches the client as it happens.
+type flushWriter struct {
+	w http.ResponseWriter
+	f http.Flusher
+}
+
+func (fw flushWriter) Write(b []byte) (int, error) {
+	n, err := fw.w.Write(b)
+	fw.f.Flush()
+	return n, err
+}
+
+// events streams NDJSON in the record schema: a header line, then events
+// as they happen, until the client goes away or the server closes.
+func (s *Server) events(r *http.Request, p Peer) (int, any, error) {
+	want := r.URL.Query().Get("session")
+	if want != "" {
+		s.mu.Lock()
+		_, err := s.lookup(want, p)
+		s.mu.Unlock()
+		if err != nil {
+			return 0, nil, err
+		}
+	} else if !p.Root() {
+		return 0, nil, forbidden("caller uid %d may stream only its own sessions: give ?session=", p.UID)
+	}
+	w := r.Context().Value(responseKey{}).(http.ResponseWriter)
+	f, ok := w.(http.Flusher)
+	if !ok {
+		return 0, nil, errorf(http.StatusInternalServerError, CodeInternal, "streaming unsupported")
+	}
+	sub := s.hub.subscribe(want)
+	defer s.hub.unsubscribe(sub)
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	rw, err := record.NewWriter(flushWriter{w, f}, record.Header{}, nil)
+	if err != nil {
+		return 0, nil, nil
+	}
+	for {
+		select {
+		case <-r.Context().Done():
+			return 0, nil, nil
+		case it, ok := <-sub.ch:
+			if !ok {
+				return 0, nil, nil
+			}
+			if n := s.hub.takeLost(sub); n > 0 {
+				_ = rw.Loss(n)
+			}
+			if err := it.write(rw); err != nil {
+				return 0, nil, nil
+			}
+		}
+	}
+}
+
+type responseKey struct{}
+
+// eventsAfterForget is how long a forgotten root's late events (the exits
+// its reap caused, still in the ring buffer) still reach its session's
+// streams.
+const eventsAfterForget = 10 * time.Second
+
+// unindex stops sending root's events to its session's streams, once its
+// late events are through.
+func (s *Server) unindex(root lineage.Identity) {
+	time.AfterFunc(eventsAfterForget, func() { s.rootSession.Delete(root) })
+}

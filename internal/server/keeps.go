@@ -1,0 +1,82 @@
+package server
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+)
+
+// addKeep spares a process (or a root's lineage) from the reaps of the
+// session it belongs to. A keep only ever spares.
+func (s *Server) addKeep(r *http.Request, p Peer) (int, any, error) {
+	req, id, rule, ttl, err := DecodeAddKeep(r.Body)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := s.mayChange(p, "keep"); err != nil {
+		return 0, nil, err
+	}
+	var se *session
+	m := lineage.Member{Identity: id, Root: id}
+	if req.Root {
+		// A root's lineage may outlive the root process itself.
+		se, _, err = s.findRoot(id, p)
+	} else {
+		se, m, err = s.sessionOfMember(id, p)
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	k := keep{rule: rule}
+	if ttl > 0 {
+		k.expires = time.Now().Add(ttl)
+	}
+	s.mu.Lock()
+	if se.closed {
+		s.mu.Unlock()
+		return 0, nil, notFound("no session %q", se.id)
+	}
+	se.keeps = append(se.keeps, k)
+	s.mu.Unlock()
+	s.hub.kept(se.id, m, "keep "+rule.String())
+	s.save()
+	return http.StatusCreated, k.view(), nil
+}
+
+// sessionOfMember finds the session whose lineage id belongs to, for p.
+func (s *Server) sessionOfMember(id lineage.Identity, p Peer) (*session, lineage.Member, error) {
+	if err := s.proc.Check(id); err != nil {
+		return nil, lineage.Member{}, err
+	}
+	for _, se := range s.visibleSessions(p) {
+		for _, e := range s.rootsOf(se) {
+			ms, err := e.rt.job.Members()
+			if err != nil {
+				continue
+			}
+			for _, m := range ms {
+				if m.Identity == id {
+					return se, m, nil
+				}
+			}
+		}
+	}
+	if sid, _ := s.trackedSessionOf(id); sid != "" {
+		return nil, lineage.Member{}, forbidden("process %s is in session %q, which caller uid %d may not use", id, sid, p.UID)
+	}
+	return nil, lineage.Member{}, notFound("process %s is in no session", id)
+}
+
+// visibleSessions is a snapshot of the open sessions p may see.
+func (s *Server) visibleSessions(p Peer) []*session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*session
+	for _, se := range s.sessions {
+		if se.visible(p) && !se.closed {
+			out = append(out, se)
+		}
+	}
+	return out
+}

@@ -1,0 +1,185 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/internal/lineage"
+)
+
+// identityOf returns the identity of the live process pid, checked against
+// start when start is given.
+func (s *Server) identityOf(pid int64, start uint64) (lineage.Identity, error) {
+	if start == 0 {
+		return s.proc.Identity(int(pid))
+	}
+	id := lineage.Identity{PID: uint32(pid), StartTicks: start}
+	return id, s.proc.Check(id)
+}
+
+func (s *Server) addRoot(r *http.Request, p Peer) (int, any, error) {
+	req, err := DecodeAddRoot(r.Body)
+	if err != nil {
+		return 0, nil, err
+	}
+	id, err := s.identityOf(req.PID, req.Start)
+	if err != nil {
+		return 0, nil, fmt.Errorf("register: %w", err)
+	}
+	if err := s.mayRegister(p, id); err != nil {
+		return 0, nil, err
+	}
+	se, created, err := s.sessionForRoot(req, p)
+	if err != nil {
+		return 0, nil, err
+	}
+	v, err := s.register(se, id, req.Label, req.Command)
+	if err != nil {
+		if created {
+			s.dropIfEmpty(se)
+		}
+		return 0, nil, err
+	}
+	s.save()
+	return http.StatusCreated, v, nil
+}
+
+// sessionForRoot returns the session a new root joins, opening it when it
+// doesn't exist.
+func (s *Server) sessionForRoot(req AddRoot, p Peer) (*session, bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.sessions[req.Session]; ok {
+		se, err := s.lookup(req.Session, p)
+		return se, false, err
+	}
+	se, err := s.newSession(OpenSession{ID: req.Session, Kind: req.Kind, Label: req.Label}, p)
+	return se, err == nil, err
+}
+
+// register makes id a root of se, serialised with se's ends and close.
+func (s *Server) register(se *session, id lineage.Identity, label string, command []string) (Root, error) {
+	se.op.Lock()
+	defer se.op.Unlock()
+	s.mu.Lock()
+	closed := se.closed
+	s.mu.Unlock()
+	if closed {
+		return Root{}, conflict("session %q is closing", se.id)
+	}
+	j, err := s.tracker.Register(id, job.RegisterOptions{Command: command})
+	if err != nil {
+		return Root{}, fmt.Errorf("register: %w", err)
+	}
+	rt := &root{job: j, label: label, added: time.Now()}
+	rt.command = j.Report().Command
+	s.mu.Lock()
+	se.roots[id] = rt
+	s.rootSession.Store(id, se.id)
+	v := rt.view(id, se.id)
+	s.mu.Unlock()
+	return v, nil
+}
+
+// dropIfEmpty removes a session that was opened for a root that then
+// could not be registered.
+func (s *Server) dropIfEmpty(se *session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(se.roots) == 0 && se.owner == nil && len(s.children(se.id)) == 0 {
+		se.closed = true
+		delete(s.sessions, se.id)
+	}
+}
+
+func (s *Server) listRoots(r *http.Request, p Peer) (int, any, error) {
+	want := r.URL.Query().Get("session")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if want != "" {
+		if _, err := s.lookup(want, p); err != nil {
+			return 0, nil, err
+		}
+	}
+	out := []Root{}
+	for sid, se := range s.sessions {
+		if !se.visible(p) || se.closed || (want != "" && sid != want) {
+			continue
+		}
+		for id, rt := range se.roots {
+			out = append(out, rt.view(id, sid))
+		}
+	}
+	slices.SortFunc(out, func(a, b Root) int { return lineage.Compare(a.Root, b.Root) })
+	return http.StatusOK, out, nil
+}
+
+// findRoot returns the root id and its session, for p.
+func (s *Server) findRoot(id lineage.Identity, p Peer) (*session, *root, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, se := range s.sessions {
+		if rt, ok := se.roots[id]; ok && !se.closed {
+			if !se.visible(p) {
+				return nil, nil, forbidden("root %s is in session %q of uid %d: caller uid %d may not use it", id, se.id, se.uid, p.UID)
+			}
+			return se, rt, nil
+		}
+	}
+	return nil, nil, notFound("no root %s", id)
+}
+
+func (s *Server) getRoot(r *http.Request, p Peer) (int, any, error) {
+	id, err := parseIdentityPath(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	se, rt, err := s.findRoot(id, p)
+	if err != nil {
+		return 0, nil, err
+	}
+	live, err := rt.job.Live()
+	if err != nil {
+		return 0, nil, err
+	}
+	s.mu.Lock()
+	v := rt.view(id, se.id)
+	s.mu.Unlock()
+	v.Members = []Member{}
+	for _, l := range live {
+		v.Members = append(v.Members, Member{Process: l.Identity, Parent: l.Parent, Comm: l.Comm, Argv: l.Argv, Age: l.Age})
+	}
+	return http.StatusOK, v, nil
+}
+
+func (s *Server) removeRoot(r *http.Request, p Peer) (int, any, error) {
+	id, err := parseIdentityPath(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	se, rt, err := s.findRoot(id, p)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := s.mayChange(p, "untrack"); err != nil {
+		return 0, nil, err
+	}
+	se.op.Lock()
+	defer se.op.Unlock()
+	s.mu.Lock()
+	_, still := se.roots[id]
+	delete(se.roots, id)
+	s.mu.Unlock()
+	s.unindex(id)
+	if !still {
+		return 0, nil, notFound("no root %s", id)
+	}
+	if err := rt.job.Close(); err != nil {
+		s.note("lineage: untrack %s: %v\n", id, err)
+	}
+	s.save()
+	return http.StatusOK, rt.view(id, se.id), nil
+}

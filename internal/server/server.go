@@ -1,0 +1,207 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/internal/proc"
+)
+
+// Options configure a [Server].
+type Options struct {
+	// Tracker opens the host's one tracker; its OnEvent is the server's.
+	Tracker job.TrackerOptions
+	// StateDir holds the state file; "" keeps no state.
+	StateDir string
+	// Reaping is the kill switch, resolved (the environment wins).
+	Reaping policy.Reaping
+	// Linger and Grace are as in [job.ReapOptions].
+	Linger, Grace time.Duration
+	// Log receives notes for people; nil discards them.
+	Log io.Writer
+}
+
+// Server holds the tracker, the sessions and their roots and keeps. Open
+// it, Serve it on a listener, Close it last. Closing kills nothing.
+type Server struct {
+	opts    Options
+	tracker *job.Tracker
+	proc    proc.FS
+	hub     *hub
+	http    *http.Server
+	log     io.Writer
+
+	// mu guards sessions and their fields, never held across I/O.
+	mu       sync.Mutex
+	sessions map[string]*session
+	nextID   int
+	// rootSession maps a root to its session's id, for event filtering.
+	rootSession sync.Map
+	state       *stateFile
+	closing     sync.Once
+	closeErr    error
+	stopSave    chan struct{}
+}
+
+// Open opens the tracker and restores the sessions saved in the state
+// directory, re-registering the roots that still run. The calling process
+// becomes a child subreaper, as for any tracker.
+func Open(opts Options) (*Server, error) {
+	s := &Server{opts: opts, sessions: make(map[string]*session), hub: newHub(), log: opts.Log}
+	if s.log == nil {
+		s.log = io.Discard
+	}
+	var err error
+	if s.proc, err = proc.Open("/proc"); err != nil {
+		return nil, err
+	}
+	if opts.StateDir != "" {
+		if s.state, err = openState(opts.StateDir); err != nil {
+			return nil, err
+		}
+	}
+	s.hub.sessionOf = func(id lineage.Identity) string {
+		v, _ := s.rootSession.Load(id)
+		sid, _ := v.(string)
+		return sid
+	}
+	topts := opts.Tracker
+	topts.OnEvent = s.hub.event
+	if s.tracker, err = job.OpenTracker(topts); err != nil {
+		return nil, err
+	}
+	if err := s.restore(); err != nil {
+		s.tracker.Close()
+		return nil, err
+	}
+	s.stopSave = make(chan struct{})
+	if s.state != nil {
+		go s.saveLoop(s.stopSave)
+	}
+	s.http = &http.Server{
+		Handler:           s.routes(),
+		ConnContext:       peerContext,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       time.Minute,
+	}
+	return s, nil
+}
+
+// Serve answers requests on ln until Close; it returns nil then.
+func (s *Server) Serve(ln net.Listener) error {
+	err := s.http.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Close stops serving, ends the event streams, stops watching owners and
+// closes the tracker. Roots are neither reaped nor forgotten: the state
+// file keeps them for the next start.
+func (s *Server) Close() error {
+	s.closing.Do(func() { s.closeErr = s.close() })
+	return s.closeErr
+}
+
+func (s *Server) close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	s.hub.close()
+	close(s.stopSave)
+	_ = s.http.Shutdown(ctx)
+	s.mu.Lock()
+	for _, se := range s.sessions {
+		se.stopOwner()
+	}
+	s.mu.Unlock()
+	return s.tracker.Close()
+}
+
+func (s *Server) note(format string, args ...any) { fmt.Fprintf(s.log, format, args...) }
+
+// handler is an API handler: it answers with v and status, or fails.
+type handler func(r *http.Request, p Peer) (status int, v any, err error)
+
+// methods dispatches a path by method and answers unknown ones with 405.
+type methods map[string]handler
+
+func (m methods) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h, ok := m[r.Method]
+	if !ok {
+		for method := range m {
+			w.Header().Add("Allow", method)
+		}
+		writeError(w, errorf(http.StatusMethodNotAllowed, CodeMethod, "method %s not allowed on %s", r.Method, r.URL.Path))
+		return
+	}
+	r = r.WithContext(context.WithValue(r.Context(), responseKey{}, w))
+	p, err := peerOf(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	status, v, err := h(r, p)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if v != nil {
+		writeJSON(w, status, v)
+	}
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/v1/sessions", methods{"GET": s.listSessions, "POST": s.openSession})
+	mux.Handle("/v1/sessions/{id}", methods{"GET": s.getSession})
+	mux.Handle("/v1/sessions/{id}/turn-end", methods{"POST": s.turnEnd})
+	mux.Handle("/v1/sessions/{id}/close", methods{"POST": s.closeSessionHandler})
+	mux.Handle("/v1/sessions/{id}/report", methods{"GET": s.reportSession})
+	mux.Handle("/v1/roots", methods{"GET": s.listRoots, "POST": s.addRoot})
+	mux.Handle("/v1/roots/{id}", methods{"GET": s.getRoot, "DELETE": s.removeRoot})
+	mux.Handle("/v1/keeps", methods{"POST": s.addKeep})
+	mux.Handle("/v1/events", methods{"GET": s.events})
+	mux.Handle("/v1/status", methods{"GET": s.status})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, notFound("no endpoint %s", r.URL.Path))
+	})
+	return mux
+}
+
+// Status is the body of GET /v1/status.
+type Status struct {
+	API      int    `json:"api"`
+	Reaping  string `json:"reaping"`
+	Sessions int    `json:"sessions"`
+	UID      uint32 `json:"caller_uid"`
+	// Goroutines is the daemon's goroutine count, for leak checks.
+	Goroutines int `json:"goroutines"`
+}
+
+func (s *Server) status(r *http.Request, p Peer) (int, any, error) {
+	s.mu.Lock()
+	n := 0
+	for _, se := range s.sessions {
+		if p.Root() || se.uid == p.UID {
+			n++
+		}
+	}
+	s.mu.Unlock()
+	return http.StatusOK, Status{API: APIVersion, Reaping: s.opts.Reaping.String(), Sessions: n, UID: p.UID, Goroutines: runtime.NumGoroutine()}, nil
+}
+
+// parseIdentityPath reads the {id} of a roots path.
+func parseIdentityPath(r *http.Request) (lineage.Identity, error) {
+	return lineage.ParseIdentity(r.PathValue("id"))
+}

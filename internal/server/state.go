@@ -1,0 +1,249 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/policy"
+)
+
+// stateVersion is the version of the state file's layout.
+const stateVersion = 1
+
+// stateName is the state file's name in the state directory.
+const stateName = "state.json"
+
+// stateFile writes the server's state atomically: a snapshot taken under
+// Server.mu is written to a temporary file, synced and renamed over the
+// last one. Writes are ordered: an older snapshot never replaces a newer.
+type stateFile struct {
+	dir     string
+	mu      sync.Mutex
+	taken   uint64 // guarded by Server.mu
+	written uint64 // guarded by mu
+	last    []byte // guarded by mu: what was written last
+}
+
+type savedState struct {
+	Version  int            `json:"version"`
+	NextID   int            `json:"next_id"`
+	Sessions []savedSession `json:"sessions"`
+}
+
+type savedSession struct {
+	ID     string            `json:"id"`
+	Kind   string            `json:"kind"`
+	Label  string            `json:"label,omitempty"`
+	Parent string            `json:"parent,omitempty"`
+	Owner  *lineage.Identity `json:"owner,omitempty"`
+	UID    uint32            `json:"uid"`
+	Opened time.Time         `json:"opened"`
+	Roots  []Root            `json:"roots"`
+	Keeps  []Keep            `json:"keeps"`
+}
+
+func openState(dir string) (*stateFile, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("state dir: %w", err)
+	}
+	return &stateFile{dir: dir}, nil
+}
+
+// save writes the current state, if the server keeps one. Failures are
+// noted, not returned: the API's answer stands, the next save retries.
+func (s *Server) save() {
+	if s.state == nil {
+		return
+	}
+	s.mu.Lock()
+	st := savedState{Version: stateVersion, NextID: s.nextID, Sessions: []savedSession{}}
+	jobs := make(map[lineage.Identity]*job.Job)
+	for _, se := range s.sessions {
+		if se.closed {
+			continue
+		}
+		v := se.view()
+		st.Sessions = append(st.Sessions, savedSession{
+			ID: v.ID, Kind: v.Kind, Label: v.Label, Parent: v.Parent, Owner: v.Owner,
+			UID: v.UID, Opened: v.Opened, Roots: v.Roots, Keeps: v.Keeps,
+		})
+		for id, r := range se.roots {
+			jobs[id] = r.job
+		}
+	}
+	s.state.taken++
+	seq := s.state.taken
+	s.mu.Unlock()
+	saveMembers(st, jobs)
+	if err := s.state.write(seq, st); err != nil {
+		s.note("lineage: save state: %v\n", err)
+	}
+}
+
+// saveMembers adds each root's live members to st, so that a restarted
+// daemon can find a lineage whose root exited while no daemon ran.
+func saveMembers(st savedState, jobs map[lineage.Identity]*job.Job) {
+	for i := range st.Sessions {
+		for k := range st.Sessions[i].Roots {
+			r := &st.Sessions[i].Roots[k]
+			ms, err := jobs[r.Root].Members()
+			if err != nil {
+				continue
+			}
+			for _, m := range ms {
+				if m.Identity != r.Root {
+					r.Members = append(r.Members, Member{Process: m.Identity, Parent: m.Parent})
+				}
+			}
+		}
+	}
+}
+
+// saveEvery is how often the state is written even when no request
+// changed it: members come and go on their own.
+const saveEvery = 2 * time.Second
+
+// saveLoop writes the state every saveEvery until stop is closed.
+func (s *Server) saveLoop(stop <-chan struct{}) {
+	tick := time.NewTicker(saveEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+			s.save()
+		}
+	}
+}
+
+func (f *stateFile) write(seq uint64, st savedState) error {
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if seq <= f.written || bytes.Equal(data, f.last) {
+		return nil
+	}
+	tmp, err := os.CreateTemp(f.dir, stateName+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(append(data, '\n')); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(f.dir, stateName)); err != nil {
+		return err
+	}
+	if d, err := os.Open(f.dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	f.written, f.last = seq, data
+	return nil
+}
+
+// restore reads the state file back: sessions and keeps as they were,
+// roots re-registered (their descendants adopted again from /proc). A root
+// that is gone is dropped and said so; a session whose owner is gone is
+// closed.
+func (s *Server) restore() error {
+	if s.state == nil {
+		return nil
+	}
+	data, err := os.ReadFile(filepath.Join(s.state.dir, stateName))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read state: %w", err)
+	}
+	var st savedState
+	if err := json.Unmarshal(data, &st); err != nil {
+		return fmt.Errorf("read state: %w", err)
+	}
+	if st.Version != stateVersion {
+		return fmt.Errorf("read state: version %d: want %d", st.Version, stateVersion)
+	}
+	s.nextID = st.NextID
+	var orphaned []*session
+	for _, ss := range st.Sessions {
+		se := s.restoreSession(ss)
+		if se.owner != nil && s.watchOwner(se) != nil {
+			orphaned = append(orphaned, se)
+		}
+	}
+	for _, se := range orphaned {
+		s.note("lineage: session %s: its owner %s is gone: closing it\n", se.id, se.owner)
+		go s.closeSession(contextBackground(), se.id, se.uid)
+	}
+	return nil
+}
+
+// restoreRoot registers id again as a root of se, as saved in r.
+func (s *Server) restoreRoot(se *session, id lineage.Identity, r Root) error {
+	j, err := s.tracker.Register(id, job.RegisterOptions{Command: r.Command})
+	if err != nil {
+		return err
+	}
+	se.roots[id] = &root{job: j, label: r.Label, command: r.Command, added: r.Added}
+	s.rootSession.Store(id, se.id)
+	return nil
+}
+
+func (s *Server) restoreSession(ss savedSession) *session {
+	se := &session{
+		id: ss.ID, kind: parseKind(ss.Kind), label: ss.Label, parent: ss.Parent, owner: ss.Owner,
+		uid: ss.UID, opened: ss.Opened, roots: make(map[lineage.Identity]*root),
+	}
+	for _, r := range ss.Roots {
+		if err := s.restoreRoot(se, r.Root, r); err == nil {
+			continue
+		} else if !errors.Is(err, lineage.ErrNoProcess) && !errors.Is(err, lineage.ErrIdentityMismatch) {
+			s.note("lineage: session %s: root %s not restored: %v\n", se.id, r.Root, err)
+			continue
+		}
+		// The root exited while no daemon ran: what it left behind
+		// becomes roots of its own (a member adopted by an earlier one is
+		// tracked already).
+		n := 0
+		for _, m := range r.Members {
+			if s.restoreRoot(se, m.Process, r) == nil {
+				n++
+			}
+		}
+		s.note("lineage: session %s: root %s is gone; %d of its %d members restored as roots\n", se.id, r.Root, n, len(r.Members))
+	}
+	for _, k := range ss.Keeps {
+		rule, err := policy.ParseKeep(k.Rule)
+		if err != nil {
+			continue
+		}
+		kept := keep{rule: rule}
+		if k.Expires != nil {
+			kept.expires = *k.Expires
+		}
+		se.keeps = append(se.keeps, kept)
+	}
+	s.sessions[se.id] = se
+	return se
+}
