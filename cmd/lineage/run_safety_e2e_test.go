@@ -133,9 +133,7 @@ func TestRunReportFileCannotBeRedirected(t *testing.T) {
 // match the kernel's: the bpf backend is refused, loudly.
 func TestRunRefusesATimeNamespace(t *testing.T) {
 	requireBackend(t, loader.BackendBPF)
-	if _, err := exec.LookPath("unshare"); err != nil {
-		t.Skip("no unshare")
-	}
+	testutil.LookTool(t, "unshare")
 	dir := t.TempDir()
 	witness := filepath.Join(dir, "ran")
 	lc := lineageCmd("run", "--backend", loader.BackendBPF, "--", "touch", witness)

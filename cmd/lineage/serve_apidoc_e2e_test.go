@@ -40,9 +40,7 @@ func apiExamples(t *testing.T) []apiExample {
 // and answers the status the document gives it, so the document can't
 // drift from the API.
 func TestAPIDocExamplesRun(t *testing.T) {
-	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("curl not installed")
-	}
+	testutil.LookTool(t, "curl")
 	d := startDaemon(t, "")
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)

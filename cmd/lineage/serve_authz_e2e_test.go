@@ -29,9 +29,7 @@ type nobody struct {
 // daemon's socket to everyone.
 func asNobody(t *testing.T, d *daemon) *nobody {
 	t.Helper()
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		t.Skip("setpriv not installed")
-	}
+	testutil.LookTool(t, "setpriv")
 	dir, err := os.MkdirTemp("", "lineage-nobody")
 	if err != nil {
 		t.Fatal(err)

@@ -57,10 +57,7 @@ func TestServeAutonomousTurnEndReapsLeftovers(t *testing.T) {
 }
 
 func TestServeAutonomousTurnEndReapsRedis(t *testing.T) {
-	redis, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not installed (apt-get install -y redis-server)")
-	}
+	redis := testutil.LookTool(t, "redis-server")
 	d := startDaemon(t, "")
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -205,4 +206,25 @@ func Sleepers(token string) []Proc {
 		}
 	}
 	return out
+}
+
+// RequireToolsEnv is the environment variable that turns a missing tool's
+// skip into a failure (set by .ci/run, which installs every tool the tests
+// use).
+const RequireToolsEnv = "LINEAGE_REQUIRE_TOOLS"
+
+// LookTool returns the path of the program name, or skips the test when it
+// is not installed, unless LINEAGE_REQUIRE_TOOLS=1, in which case it fails:
+// CI can't pass by skipping.
+func LookTool(tb testing.TB, name string) string {
+	tb.Helper()
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path
+	}
+	if os.Getenv(RequireToolsEnv) == "1" {
+		tb.Fatalf("%s is required (%s=1) but not installed: %v", name, RequireToolsEnv, err)
+	}
+	tb.Skipf("%s not installed (apt-get install -y %s)", name, name)
+	return ""
 }
