@@ -1,6 +1,13 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/server"
+)
 
 func newCmdRoots(s streams) *cobra.Command {
 	cmd := &cobra.Command{
@@ -8,5 +15,26 @@ func newCmdRoots(s streams) *cobra.Command {
 		Short: "Register, list, show and untrack the daemon's roots",
 	}
 	cmd.AddCommand(newCmdRootsAdd(s), newCmdRootsLs(s), newCmdRootsShow(s), newCmdRootsRm(s))
+	return cmd
+}
+
+// newCmdOnRoot is a client command that sends method to one root's
+// resource, /v1/roots/PID@START, and prints the root it gets back.
+func newCmdOnRoot(s streams, use, short, method string, print func(io.Writer, server.Root)) *cobra.Command {
+	o := &clientOptions{s: s}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := lineage.ParseIdentity(args[0])
+			if err != nil {
+				return err
+			}
+			var out server.Root
+			return o.call(cmd.Context(), method, "/v1/roots/"+id.String(), nil, &out, func(w io.Writer) { print(w, out) })
+		},
+	}
+	o.flags(cmd)
 	return cmd
 }

@@ -11,25 +11,10 @@ import (
 )
 
 func newCmdRootsShow(s streams) *cobra.Command {
-	o := &clientOptions{s: s}
-	cmd := &cobra.Command{
-		Use:   "show PID@START",
-		Short: "Show a root's live tree",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := lineage.ParseIdentity(args[0])
-			if err != nil {
-				return err
-			}
-			var out server.Root
-			return o.call(cmd.Context(), "GET", "/v1/roots/"+id.String(), nil, &out, func(w io.Writer) {
-				linef(w, "root %s (session %s) %s", out.Root, out.Session, out.Label)
-				printTree(w, out.Members)
-			})
-		},
-	}
-	o.flags(cmd)
-	return cmd
+	return newCmdOnRoot(s, "show PID@START", "Show a root's live tree", "GET", func(w io.Writer, out server.Root) {
+		linef(w, "root %s (session %s) %s", out.Root, out.Session, out.Label)
+		printTree(w, out.Members)
+	})
 }
 
 // printTree prints members indented under their lineage parents; those
