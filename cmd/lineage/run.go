@@ -35,6 +35,9 @@ type runOptions struct {
 
 	Command []string
 
+	// record: --record and --redact (runrecord.go).
+	record recordFlags
+
 	// Parsed from the above by newCmdRun before runF runs.
 	backend  string
 	keep     policy.KeepRules
@@ -70,6 +73,7 @@ deadline passed; 125 when lineage itself failed; 126 when COMMAND could not
 be run; 127 when it was not found.`,
 		Example: `  lineage run -- ./ci.sh
   lineage run --deadline 30m --report leaks.json -- make test
+  lineage run --record trace.jsonl --redact 'token=\S+' -- make -j8 test
   lineage run --keep exe:/usr/bin/redis-server -- ./start-services.sh
   LINEAGE_REAPING=off lineage run -- ./job.sh   # report leftovers, kill nothing`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -105,6 +109,7 @@ be run; 127 when it was not found.`,
 	f.StringVar(&opts.Interval, "interval", "", "proc backend: time between two /proc scans (default: adapts to the machine)")
 	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "say which backend is used and why, and report every member")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing when nothing was left behind")
+	opts.record.add(f)
 	return cmd
 }
 
@@ -148,7 +153,7 @@ func (o *runOptions) parse(cmd *cobra.Command, getenv func(string) string) error
 		return err
 	}
 	o.reaping = policy.ResolveReaping(env, policy.Setting{Source: "--reaping", Switch: flagSwitch})
-	return nil
+	return o.record.parse()
 }
 
 // runRun runs the job, prints its report and returns the exit status that
@@ -156,6 +161,10 @@ func (o *runOptions) parse(cmd *cobra.Command, getenv func(string) string) error
 func runRun(ctx context.Context, o *runOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
+	}
+	record, err := o.record.open()
+	if err != nil {
+		return err
 	}
 	rep, end, err := job.Run(ctx, job.Config{
 		Tracker: job.TrackerOptions{
@@ -178,6 +187,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		Linger:   o.Linger,
 		Grace:    o.Grace,
 		Reaping:  o.reaping,
+		Record:   record,
 	})
 	var start *job.StartError
 	if errors.As(err, &start) {

@@ -95,6 +95,9 @@ func (t *Tracker) guard(g *guardian.Guardian, root lineage.Identity) {
 // apply feeds an event to the tree and, for a new member, to the guardian.
 func (t *Tracker) apply(ev lineage.Event) {
 	t.tree.Apply(ev)
+	if r := t.recorder.Load(); r != nil { // forensic record (record.go)
+		r.event(ev)
+	}
 	if ev.Kind != lineage.EventFork {
 		return
 	}

@@ -50,6 +50,9 @@ type Tracker struct {
 	// tracker: lineage run's).
 	guardian atomic.Pointer[guardian.Guardian]
 
+	// recorder, once set, writes the recorded job's events (record.go).
+	recorder atomic.Pointer[recorder]
+
 	stopEvents context.CancelFunc
 	eventsDone chan error
 	drain      sync.Once

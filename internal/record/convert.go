@@ -58,6 +58,7 @@ func fromLineage(ev lineage.Event) (Event, bool) {
 		out.Exe = ev.Filename
 		out.Argv = ev.Argv
 		out.ArgvTruncated = ev.ArgvTruncated
+		out.UID, out.EUID = execIDs(ev)
 	case KindExit:
 		out.Exit = exitOf(ev.Status)
 	}
@@ -67,4 +68,17 @@ func fromLineage(ev lineage.Event) (Event, bool) {
 // fromMember is an event of kind about m, without times.
 func fromMember(kind Kind, m lineage.Member) Event {
 	return Event{Kind: kind, Process: m.Identity, Parent: m.Parent, Root: m.Root, Comm: m.Comm}
+}
+
+// execIDs are the real and effective uid at exec, when the tracker saw them.
+//
+// ADAPTER(safetybpf): lineage.Event has no UID/EUID yet in this tree. When
+// the branch that adds `UID, EUID uint32` and their known flag to
+// lineage.Event is merged, return pointers to copies of them here when the
+// flag says they are known (e.g. `if ev.IDsKnown { u, e := ev.UID, ev.EUID;
+// return &u, &e }`). Nothing else in the record needs to change: the schema
+// already has uid and euid, and the reader and report read them.
+func execIDs(ev lineage.Event) (uid, euid *uint32) {
+	_ = ev
+	return nil, nil
 }
