@@ -1,0 +1,101 @@
+package record
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/reap"
+)
+
+// writtenLines are event lines as the Writer writes them, of every kind.
+func writtenLines(tb testing.TB) [][]byte {
+	var buf bytes.Buffer
+	now := 5 * time.Second
+	opts := &Options{Boot: func() time.Duration { return now }, Wall: func() time.Time { return time.Unix(1_770_000_000, 5) }}
+	w, err := NewWriter(&buf, Header{}, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	id := lineage.Identity{PID: 4_000_000_000, StartTicks: 1 << 60}
+	p := lineage.Identity{PID: 2, StartTicks: 3}
+	evs := []lineage.Event{
+		{Kind: lineage.EventFork, Time: time.Second, Process: id, Parent: p, Root: id, Comm: "sh", IsRoot: true, Untracked: true, Contained: true},
+		{Kind: lineage.EventExec, Time: time.Second, Process: id, Parent: p, Root: id, Filename: "/bin/é", Argv: []string{"a&b<c>", `q"\`, "\x00\t\u2028", "\xff", ""}, ArgvTruncated: true},
+		{Kind: lineage.EventExec, Process: id, Argv: []string{}},
+		{Kind: lineage.EventExit, Process: id, Status: 9},
+		{Kind: lineage.EventExit, Process: id, Status: 3 << 8},
+		{Kind: lineage.EventExit, Process: id, Status: lineage.StatusUnknown},
+	}
+	for _, ev := range evs {
+		if err := w.Event(ev); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	m := lineage.Member{Identity: id, Parent: p, Root: id, Comm: "x"}
+	_ = w.Leak(m, "root exited")
+	_ = w.Reap(reap.Report{Outcomes: []reap.Outcome{{Member: m, Sent: []string{"TERM", "KILL"}, Result: reap.Killed, Argv: []string{"x"}}, {Member: m, Result: reap.Kept, Reason: "rule"}}}, "deadline")
+	_ = w.LossOf(7, "events lost")
+	lines := bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n"))
+	return lines[1:]
+}
+
+// sameAsJSON checks that decodeFast, when it reads line, reads it as
+// encoding/json does; it returns whether decodeFast read it.
+func sameAsJSON(t *testing.T, line []byte) bool {
+	fast, ok := decodeFast(line)
+	if !ok {
+		return false
+	}
+	var slow Event
+	if err := json.Unmarshal(line, &slow); err != nil {
+		t.Fatalf("fast decoder read %q, encoding/json refuses it: %v", line, err)
+	}
+	if !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("%q:\nfast %+v\njson %+v", line, fast, slow)
+	}
+	return true
+}
+
+func TestDecodeFastReadsWhatTheWriterWrites(t *testing.T) {
+	for _, line := range writtenLines(t) {
+		if !sameAsJSON(t, line) {
+			t.Errorf("fast decoder left to encoding/json: %s", line)
+		}
+	}
+}
+
+func TestDecodeFastLeavesTheUnusualToJSON(t *testing.T) {
+	for _, line := range []string{
+		`{"kind":"exec","kind":"exit"}`,
+		`{"Kind":"exec"}`,
+		`{"kind":null}`,
+		`{"kind":"exec","boot_ns":1.5}`,
+		`{"kind":"exec","boot_ns":01}`,
+		`{"kind":"exec","process":{"pid":-1}}`,
+		`{"kind":"exec","process":{"pid":4294967296}}`,
+		`{"kind":"exec","new_field":1}`,
+		`{"kind":"exec"} x`,
+		`{"kind":"exec","exit":{"code":1,"code":2}}`,
+		`{"kind":"exec","is_root":tru}`,
+		`{"ki\u006ed":"exec"}`,
+		"{\"kind\":\"ex\tec\"}",
+	} {
+		if sameAsJSON(t, []byte(line)) {
+			t.Errorf("fast decoder read %s", line)
+		}
+	}
+}
+
+// FuzzDecodeFast holds the fast decoder to encoding/json: whatever it reads,
+// encoding/json reads the same.
+func FuzzDecodeFast(f *testing.F) {
+	for _, line := range writtenLines(f) {
+		f.Add(line)
+	}
+	f.Add([]byte(`{"kind":"exec","argv":["\ud800","\u00e9"],"wall":"2026-03-01T12:00:00+01:00"}`))
+	f.Fuzz(func(t *testing.T, line []byte) { sameAsJSON(t, line) })
+}
