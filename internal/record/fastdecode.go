@@ -17,8 +17,8 @@ func decodeFast(raw []byte) (Event, bool) {
 	var ev Event
 	var seen uint32
 	ok := s.object(func(key []byte) bool {
-		bit, ok := fieldBits[string(key)]
-		if !ok || seen&bit != 0 {
+		bit := fieldBit(key)
+		if bit == 0 || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
@@ -27,17 +27,20 @@ func decodeFast(raw []byte) (Event, bool) {
 	return ev, ok && s.end()
 }
 
-// fieldBits numbers the Event's JSON keys, to catch one seen twice.
-var fieldBits = func() map[string]uint32 {
-	keys := []string{"kind", "boot_ns", "wall", "process", "parent", "root", "comm",
-		"is_root", "untracked", "contained", "exe", "argv", "argv_truncated", "redacted",
-		"uid", "euid", "exit", "signal", "reason", "result", "count"}
-	m := make(map[string]uint32, len(keys))
-	for i, k := range keys {
-		m[k] = 1 << i
+// fieldBit numbers the Event's JSON keys, to catch one seen twice; 0 for
+// a key it doesn't know.
+func fieldBit(key []byte) uint32 {
+	for i, k := range fieldKeys {
+		if string(key) == k {
+			return 1 << i
+		}
 	}
-	return m
-}()
+	return 0
+}
+
+var fieldKeys = [...]string{"kind", "boot_ns", "wall", "process", "parent", "root", "comm",
+	"is_root", "untracked", "contained", "exe", "argv", "argv_truncated", "redacted",
+	"uid", "euid", "exit", "signal", "reason", "result", "count"}
 
 // field reads the value of key into ev.
 func (ev *Event) field(s *scanner, key string) bool {
@@ -117,7 +120,23 @@ func (s *scanner) kind() (Kind, bool) {
 	return Kind(string(tok[1 : len(tok)-1])), true
 }
 
+// identity reads {"pid":N,"start":N}, the form the Writer writes, at
+// once, and any other form key by key.
 func (s *scanner) identity() (lineage.Identity, bool) {
+	const pidKey, startKey = `{"pid":`, `,"start":`
+	s.ws()
+	if at := s.i; len(s.b)-at > len(pidKey) && string(s.b[at:at+len(pidKey)]) == pidKey {
+		s.i += len(pidKey)
+		pid, ok := s.uint(32)
+		if ok && len(s.b)-s.i > len(startKey) && string(s.b[s.i:s.i+len(startKey)]) == startKey {
+			s.i += len(startKey)
+			start, ok := s.uint(64)
+			if ok && s.next('}') {
+				return lineage.Identity{PID: uint32(pid), StartTicks: start}, true
+			}
+		}
+		s.i = at
+	}
 	var id lineage.Identity
 	var seen [2]bool
 	ok := s.object(func(key []byte) bool {

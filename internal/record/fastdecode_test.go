@@ -99,3 +99,21 @@ func FuzzDecodeFast(f *testing.F) {
 	f.Add([]byte(`{"kind":"exec","argv":["\ud800","\u00e9"],"wall":"2026-03-01T12:00:00+01:00"}`))
 	f.Fuzz(func(t *testing.T, line []byte) { sameAsJSON(t, line) })
 }
+
+func TestDecodeFastNumbersAtTheirLimits(t *testing.T) {
+	for _, line := range []string{
+		`{"kind":"exec","process":{"pid":4294967295,"start":18446744073709551615}}`,
+		`{"kind":"exec","process":{"pid":4294967296,"start":1}}`,
+		`{"kind":"exec","process":{"pid":1,"start":18446744073709551616}}`,
+		`{"kind":"exec","process":{"start":2,"pid":1}}`,
+		`{"kind":"exec","boot_ns":9223372036854775807}`,
+		`{"kind":"exec","boot_ns":9223372036854775808}`,
+		`{"kind":"exec","boot_ns":-9223372036854775808}`,
+		`{"kind":"exec","boot_ns":-0}`,
+		`{"kind":"loss","count":18446744073709551615}`,
+		`{"kind":"loss","count":99999999999999999999}`,
+		`{"kind":"exit","exit":{"code":-1,"core":true}}`,
+	} {
+		sameAsJSON(t, []byte(line))
+	}
+}

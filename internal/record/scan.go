@@ -145,17 +145,33 @@ func (s *scanner) int64() (int64, bool) {
 	if !ok {
 		return 0, false
 	}
+	if lit[0] != '-' {
+		n, ok := digits(lit, 63)
+		return int64(n), ok
+	}
 	n, err := strconv.ParseInt(string(lit), 10, 64)
 	return n, err == nil
 }
 
 func (s *scanner) uint(bits int) (uint64, bool) {
 	lit, ok := s.number()
-	if !ok {
+	if !ok || lit[0] == '-' {
 		return 0, false
 	}
-	n, err := strconv.ParseUint(string(lit), 10, bits)
-	return n, err == nil
+	return digits(lit, bits)
+}
+
+// digits reads a decimal literal that must fit in bits bits.
+func digits(lit []byte, bits int) (uint64, bool) {
+	if len(lit) > 19 {
+		n, err := strconv.ParseUint(string(lit), 10, bits)
+		return n, err == nil
+	}
+	var n uint64
+	for _, c := range lit {
+		n = n*10 + uint64(c-'0')
+	}
+	return n, n>>bits == 0 || bits == 64
 }
 
 func (s *scanner) boolean() (bool, bool) {
