@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 )
 
@@ -56,8 +57,14 @@ func runUnderLineage(lineageBin, spawner, mode string, n int, record bool, path 
 		args = append(args, "taskset", "-c", strconv.Itoa(spawnerCPU))
 	}
 	args = append(args, spawner, mode, strconv.Itoa(n))
+	cmd := exec.Command(lineageBin, args...)
+	if spawnerCPU >= 0 {
+		// lineage and its event reader run beside the spawner, not on
+		// its CPU, as in the rates above.
+		cmd = exec.Command("taskset", append([]string{"-c", "0", lineageBin}, args...)...)
+	}
 	settle()
-	output, err := exec.Command(lineageBin, args...).Output()
+	output, err := cmd.Output()
 	if err != nil {
 		return 0, err
 	}
@@ -79,15 +86,33 @@ func printRecordRates(rates map[rateKey][]float64) {
 	fmt.Println()
 	fmt.Println("The spawner under `lineage run --backend bpf`, with and without `--record` to a file in /tmp.")
 	fmt.Println()
-	fmt.Println("| workload | lineage run | lineage run --record | recording / not |")
-	fmt.Println("|---|---|---|---|")
+	fmt.Println("lineage and its event reader ran on CPU 0, the spawner on its own CPU.")
+	fmt.Println()
+	fmt.Println("| workload | lineage run | lineage run --record | recording / not | rounds' ratios, quartiles |")
+	fmt.Println("|---|---|---|---|---|")
 	for _, mode := range []string{"fork", "exec"} {
 		name := "fork+exit+wait"
 		if mode == "exec" {
 			name = "fork+exec+wait"
 		}
 		plain, rec := rates[rateKey{mode, condRun}], rates[rateKey{mode, condRecord}]
-		fmt.Printf("| %s | %.0f/s | %.0f/s | %.3f |\n", name, median(plain), median(rec), medianRatio(rec, plain))
+		lo, hi := ratioQuartiles(rec, plain)
+		fmt.Printf("| %s | %.0f/s | %.0f/s | %.3f | %.3f–%.3f |\n", name, median(plain), median(rec), medianRatio(rec, plain), lo, hi)
 	}
 	fmt.Println()
+}
+
+// ratioQuartiles are the first and third quartiles of the rounds' a[i]/b[i].
+func ratioQuartiles(a, b []float64) (lo, hi float64) {
+	var r []float64
+	for i := range min(len(a), len(b)) {
+		if b[i] > 0 {
+			r = append(r, a[i]/b[i])
+		}
+	}
+	if len(r) == 0 {
+		return 0, 0
+	}
+	slices.Sort(r)
+	return r[len(r)/4], r[len(r)*3/4]
 }

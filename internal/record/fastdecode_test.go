@@ -117,3 +117,39 @@ func TestDecodeFastNumbersAtTheirLimits(t *testing.T) {
 		sameAsJSON(t, []byte(line))
 	}
 }
+
+// TestAppendEventIsMarshal holds the Writer's hand encoder to json.Marshal,
+// byte for byte.
+func TestAppendEventIsMarshal(t *testing.T) {
+	code, uid := -3, uint32(0)
+	wall := time.Date(2026, 3, 1, 12, 0, 0, 120, time.UTC)
+	evs := []Event{
+		{},
+		{Kind: "x<y>", Boot: -5, Wall: wall, Comm: "a\"b\\c\x01é\u2028\xff", IsRoot: true, Untracked: true, Contained: true, Exe: "/bin/&",
+			Argv: []string{"", "plain", "<tag>"}, ArgvTruncated: true, Redacted: true, UID: &uid, EUID: &uid,
+			Exit: &Exit{Code: &code, Signal: "KILL", Core: true}, Signal: "TERM", Reason: "r", Result: "killed", Count: 1 << 63},
+		{Kind: KindExec, Wall: wall.In(time.FixedZone("x", 3600)), Argv: []string{}, Exit: &Exit{}},
+		{Kind: KindExit, Exit: &Exit{Signal: "SEGV"}},
+	}
+	for _, line := range writtenLines(t) {
+		var ev Event
+		if err := json.Unmarshal(line, &ev); err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	for _, ev := range evs {
+		want, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := appendEvent(nil, &ev)
+		if !ok || !bytes.Equal(got, want) {
+			t.Errorf("\ngot  %s\nwant %s", got, want)
+		}
+	}
+	far := Event{Wall: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}
+	if _, ok := appendEvent(nil, &far); ok {
+		t.Error("year 10000 encoded by hand")
+	}
+}

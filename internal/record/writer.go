@@ -214,10 +214,18 @@ func (w *Writer) now(ev Event) error {
 func (w *Writer) wall(boot time.Duration) time.Time { return w.bootAt.Add(boot).UTC() }
 
 // write encodes v outside the lock, then appends and flushes it under it.
+// Events are encoded by hand (encode.go), the rest by encoding/json.
 func (w *Writer) write(v any) error {
-	line, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("record: %w", err)
+	var line []byte
+	ok := false
+	if ev, isEvent := v.(Event); isEvent {
+		line, ok = appendEvent(make([]byte, 0, 256), &ev)
+	}
+	if !ok {
+		var err error
+		if line, err = json.Marshal(v); err != nil {
+			return fmt.Errorf("record: %w", err)
+		}
 	}
 	line = append(line, '\n')
 	w.mu.Lock()
