@@ -23,12 +23,17 @@ type Owner struct {
 }
 
 // Invoker returns the user who invoked lineage: SUDO_UID and SUDO_GID from
-// getenv when set (lineage runs as root through sudo), else lineage's own
-// uid and gid. A malformed SUDO_UID or SUDO_GID wraps lineage.ErrInvalid.
+// getenv when set and lineage runs as root (through sudo), else lineage's
+// own uid and gid. A malformed SUDO_UID or SUDO_GID wraps
+// lineage.ErrInvalid.
 func Invoker(getenv func(string) string) (Owner, error) {
+	return invoker(getenv, os.Geteuid() == 0)
+}
+
+func invoker(getenv func(string) string, root bool) (Owner, error) {
 	o := Owner{UID: os.Getuid(), GID: os.Getgid()}
 	su, sg := getenv("SUDO_UID"), getenv("SUDO_GID")
-	if su == "" {
+	if su == "" || !root {
 		return o, nil
 	}
 	uid, err := strconv.ParseUint(su, 10, 32)
@@ -50,7 +55,8 @@ func Invoker(getenv func(string) string) (Owner, error) {
 // 0600, and returns it open for writing. Its directory is opened first and
 // the file is created relative to it with O_NOFOLLOW: a symbolic link at
 // path is refused, never followed. A FIFO, device or directory at path is
-// refused too (opened non-blocking, so a FIFO can't hang lineage).
+// refused too (opened non-blocking, so a FIFO can't hang lineage), and so
+// is an existing file with other hard links or another user's.
 func Create(path string, owner Owner) (*os.File, error) {
 	dir, base := filepath.Split(path)
 	if base == "" || base == "." || base == ".." {
@@ -87,6 +93,15 @@ func prepare(fd int, owner Owner) error {
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return fmt.Errorf("%w: not a regular file", lineage.ErrInvalid)
+	}
+	// An existing file is taken over only if it is the owner's or
+	// lineage's own, and has no other name: a hard link planted in a
+	// shared directory must not hand another file to the owner.
+	if st.Nlink > 1 {
+		return fmt.Errorf("%w: has %d hard links", lineage.ErrInvalid, st.Nlink)
+	}
+	if int(st.Uid) != owner.UID && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%w: exists and belongs to uid %d", lineage.ErrInvalid, st.Uid)
 	}
 	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, unix.O_WRONLY); err != nil {
 		return err

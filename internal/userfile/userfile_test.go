@@ -17,12 +17,16 @@ func TestInvoker(t *testing.T) {
 	if err != nil || o.UID != os.Getuid() || o.GID != os.Getgid() {
 		t.Errorf("no sudo: %+v %v", o, err)
 	}
-	o, err = Invoker(env(map[string]string{"SUDO_UID": "65534", "SUDO_GID": "65533"}))
+	sudo := env(map[string]string{"SUDO_UID": "65534", "SUDO_GID": "65533"})
+	o, err = invoker(sudo, true)
 	if err != nil || o.UID != 65534 || o.GID != 65533 {
 		t.Errorf("sudo: %+v %v", o, err)
 	}
+	if o, err = invoker(sudo, false); err != nil || o.UID != os.Getuid() {
+		t.Errorf("SUDO_UID without root: %+v %v, want lineage's own uid", o, err)
+	}
 	for _, bad := range []map[string]string{{"SUDO_UID": "x"}, {"SUDO_UID": "1", "SUDO_GID": "-1"}} {
-		if _, err := Invoker(env(bad)); !errors.Is(err, lineage.ErrInvalid) {
+		if _, err := invoker(env(bad), true); !errors.Is(err, lineage.ErrInvalid) {
 			t.Errorf("%v: %v", bad, err)
 		}
 	}
@@ -70,8 +74,12 @@ func TestCreateRefuses(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	hard := filepath.Join(dir, "hard")
+	if err := os.Link(target, hard); err != nil {
+		t.Fatal(err)
+	}
 	me := Owner{UID: os.Getuid(), GID: os.Getgid()}
-	for _, p := range []string{link, fifo, dir, filepath.Join(dir, "nodir", "x"), dir + "/"} {
+	for _, p := range []string{link, fifo, dir, hard, filepath.Join(dir, "nodir", "x"), dir + "/"} {
 		if f, err := Create(p, me); err == nil {
 			f.Close()
 			t.Errorf("%s: created", p)
@@ -79,5 +87,25 @@ func TestCreateRefuses(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(target); string(b) != "keep" {
 		t.Errorf("target through the link: %q", b)
+	}
+}
+
+func TestCreateRefusesAnotherUsersFile(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a file another user's")
+	}
+	path := filepath.Join(t.TempDir(), "theirs")
+	if err := os.WriteFile(path, []byte("theirs"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(path, 4242, 4242); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := Create(path, Owner{UID: 65534, GID: 65534}); err == nil {
+		f.Close()
+		t.Fatal("took over another user's file")
+	}
+	if b, _ := os.ReadFile(path); string(b) != "theirs" {
+		t.Errorf("file now %q", b)
 	}
 }
