@@ -72,12 +72,19 @@ func fromMember(kind Kind, m lineage.Member) Event {
 
 // execIDs are the real and effective uid at exec, when the tracker saw them.
 //
-// ADAPTER(safetybpf): lineage.Event has no UID/EUID yet in this tree. When
-// the branch that adds `UID, EUID uint32` and their known flag to
-// lineage.Event is merged, return pointers to copies of them here when the
-// flag says they are known (e.g. `if ev.IDsKnown { u, e := ev.UID, ev.EUID;
-// return &u, &e }`). Nothing else in the record needs to change: the schema
-// already has uid and euid, and the reader and report read them.
+// ADAPTER(safetybpf): lineage.Event has no UID/EUID yet in this tree. Branch
+// safetybpf adds `UID, EUID uint32` and `CredsKnown bool` to lineage.Event;
+// once it is merged, replace the body with:
+//
+//	if !ev.CredsKnown {
+//		return nil, nil
+//	}
+//	uid, euid := ev.UID, ev.EUID
+//	return &uid, &euid
+//
+// and set CredsKnown, UID and EUID on the exec event in the TODO of
+// TestExecIDs. Nothing else needs to change: the schema, the Writer's
+// encoder, the reader and the reports already carry uid and euid.
 func execIDs(ev lineage.Event) (uid, euid *uint32) {
 	_ = ev
 	return nil, nil

@@ -172,3 +172,15 @@ func TestCreateIsPrivate(t *testing.T) {
 		t.Errorf("write after close: %v", err)
 	}
 }
+
+// TestExecIDs: an exec event's uid and euid reach the record when the
+// tracker saw them, and are left out when it didn't.
+func TestExecIDs(t *testing.T) {
+	ev := lineage.Event{Kind: lineage.EventExec, Process: lineage.Identity{PID: 2, StartTicks: 3}}
+	// TODO(safetybpf merge): ev.CredsKnown, ev.UID, ev.EUID = true, 1000, 0,
+	// then want &1000 and &0 below.
+	uid, euid := execIDs(ev)
+	if uid != nil || euid != nil {
+		t.Errorf("uid %v euid %v for an exec whose credentials are unknown", uid, euid)
+	}
+}
