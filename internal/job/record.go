@@ -36,6 +36,9 @@ type recorder struct {
 	mu    sync.Mutex
 	root  lineage.Identity
 	early []lineage.Event
+	// dropped counts events that came before the root was known and did
+	// not fit in early: written as a loss, since some may be the job's.
+	dropped uint64
 }
 
 // startRecord writes the record's header, with the backend and what it
@@ -74,6 +77,8 @@ func (r *recorder) event(ev lineage.Event) {
 	if r.root.IsZero() {
 		if len(r.early) < maxEarly {
 			r.early = append(r.early, ev)
+		} else {
+			r.dropped++
 		}
 		return
 	}
@@ -97,6 +102,7 @@ func (r *recorder) rooted(root lineage.Identity) {
 		}
 	}
 	r.early = nil
+	_ = r.w.LossOf(r.dropped, "early: events before the job's root was known, over the buffer")
 }
 
 // leaks records every member but the root alive when the job's wait ended.
