@@ -78,6 +78,10 @@ func TestRunRecordsAJob(t *testing.T) {
 				t.Errorf("header limits %q on %s", rec.Header.Limits, backend)
 			}
 			checkRecordedJob(t, rec.Processes, mark, backend)
+			tree, err := lineageCmd("report", path).Output()
+			if err != nil || strings.Count(string(tree), "LEAK") != 2 || !strings.Contains(string(tree), "backend: "+backend) {
+				t.Errorf("lineage report (tree): %v: want two LEAK marks and the backend:\n%s", err, tree)
+			}
 			if t.Failed() {
 				raw, _ := os.ReadFile(path)
 				t.Logf("record:\n%s", raw)
