@@ -4,7 +4,9 @@
 //   - the fork+exit+wait and fork+exec+wait rates of a spawner with no
 //     tracker, with the BPF tracker loaded but not tracking it, and with the
 //     tracker tracking it, interleaved round by round;
-//   - the wall time of `lineage run -- true` against plain `true`.
+//   - the wall time of `lineage run -- true` against plain `true`;
+//   - with -record, only the spawner's rates under `lineage run` with and
+//     without --record.
 //
 // It needs root (the BPF tracker) and gcc (the spawner is a small C program,
 // so that the Go runtime's own fork cost doesn't blur the figures).
@@ -34,6 +36,7 @@ func main() {
 	lineageBin := flag.String("lineage", "bin/lineage", "the lineage binary to time")
 	variantList := flag.String("variants", "full,compat", "the BPF program variants to measure side by side (auto: the one this kernel gets); one this kernel refuses is left out")
 	guardRuns := flag.Int("guardian-forks", 2000, "forks per `lineage run` spawner measurement, guardian on and off (0: skip)")
+	recordOnly := flag.Bool("record", false, "measure only what `lineage run --record` costs the spawner")
 	flag.Parse()
 
 	dir, err := os.MkdirTemp("", "lineage-bench")
@@ -47,6 +50,14 @@ func main() {
 	}
 
 	fmt.Printf("## lineage benchmarks\n\n%s\n\n", machine())
+	if *recordOnly {
+		rates, err := measureRecordRates(*lineageBin, spawner, *rounds, *forks, *execs)
+		if err != nil {
+			fail(err)
+		}
+		printRecordRates(rates)
+		return
+	}
 	variants, err := usableVariants(*variantList)
 	if err != nil {
 		fail(err)

@@ -39,6 +39,8 @@ type runOptions struct {
 
 	// safety are issue 9's flags (runflags.go).
 	safety safetyFlags
+	// record: --record and --redact (runrecord.go).
+	record recordFlags
 
 	// Parsed from the above by newCmdRun before runF runs.
 	backend  string
@@ -85,6 +87,7 @@ when lineage itself failed; 126 when COMMAND could not be run; 127 when it
 was not found.`,
 		Example: `  lineage run -- ./ci.sh
   lineage run --deadline 30m --report leaks.json -- make test
+  lineage run --record trace.jsonl --redact 'token=\S+' -- make -j8 test
   lineage run --keep exe:/usr/bin/redis-server -- ./start-services.sh
   LINEAGE_REAPING=off lineage run -- ./job.sh   # report leftovers, kill nothing`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -122,6 +125,7 @@ was not found.`,
 	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "say which backend is used and why, and report every member")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing when nothing was left behind")
 	opts.safety.add(f)
+	opts.record.add(f)
 	return cmd
 }
 
@@ -173,7 +177,7 @@ func (o *runOptions) parse(cmd *cobra.Command, getenv func(string) string) error
 		return err
 	}
 	o.reaping = policy.ResolveReaping(env, policy.Setting{Source: "--reaping", Switch: flagSwitch})
-	return nil
+	return o.record.parse()
 }
 
 // runRun runs the job, prints its report and returns the exit status that
@@ -190,6 +194,10 @@ func runRun(ctx context.Context, o *runOptions) error {
 			return err
 		}
 		defer reportFile.Close()
+	}
+	record, err := o.record.open()
+	if err != nil {
+		return err
 	}
 	rep, end, err := job.Run(ctx, job.Config{
 		Tracker: job.TrackerOptions{
@@ -215,6 +223,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		Linger:      o.Linger,
 		Grace:       o.Grace,
 		Reaping:     o.reaping,
+		Record:      record,
 	})
 	var start *job.StartError
 	if errors.As(err, &start) {

@@ -101,6 +101,9 @@ func (t *Tracker) apply(ev lineage.Event) {
 	if t.onEvent != nil {
 		t.onEvent(ev)
 	}
+	if r := t.recorder.Load(); r != nil { // forensic record (record.go)
+		r.event(ev)
+	}
 	if ev.Kind != lineage.EventFork {
 		return
 	}

@@ -34,6 +34,8 @@ type Config struct {
 	ReapTimeout time.Duration
 	// Reaping is the kill switch, resolved.
 	Reaping policy.Reaping
+	// Record asks for a forensic record of the job (record.go).
+	Record RecordSpec
 }
 
 // Run runs cfg.Spec as the one job of a tracker of its own: it spawns the
@@ -48,14 +50,20 @@ func Run(ctx context.Context, cfg Config) (*Report, End, error) {
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			code = ExitNotFound
 		}
+		closeRecord(cfg.Record)
 		return nil, End{}, &StartError{Code: code, Err: err}
 	}
 	cfg.Spec.Path = path
 	t, err := OpenTracker(cfg.Tracker)
 	if err != nil {
+		closeRecord(cfg.Record)
 		return nil, End{}, err
 	}
 	defer t.Close()
+	rec, err := t.startRecord(cfg.Record, cfg.Spec.Command)
+	if err != nil {
+		return nil, End{}, err
+	}
 
 	// Signals for the job are caught before it starts, so none is lost.
 	sigs := catchSignals()
@@ -64,10 +72,13 @@ func Run(ctx context.Context, cfg Config) (*Report, End, error) {
 	j, err := t.Spawn(cfg.Spec)
 	if err != nil {
 		t.Drain()
+		rec.finish(t, nil)
 		return nil, End{}, err
 	}
 	defer j.Close()
+	rec.rooted(j.root)
 	end := j.Wait(WaitOptions{Deadline: cfg.Deadline, Signals: sigs.passed, Fatal: sigs.fatal, Grace: cfg.Grace})
+	rec.leaks(j, end)
 	d := j.Decide(policy.Input{Event: end.Event(), Reaping: cfg.Reaping})
 	opts := ReapOptions{Linger: cfg.Linger, Grace: cfg.Grace, Timeout: cfg.ReapTimeout}
 	if end.Fatal != nil {
@@ -78,6 +89,9 @@ func Run(ctx context.Context, cfg Config) (*Report, End, error) {
 	if sig := cutShort(); sig != nil && j.end.Fatal == nil {
 		j.fatal(sig)
 	}
+	rec.reaped(j.rep.Reap, end)
 	t.Drain()
-	return j.Report(), j.End(), nil
+	rep := j.Report()
+	rec.finish(t, rep)
+	return rep, j.End(), nil
 }

@@ -59,6 +59,9 @@ type Tracker struct {
 	// jobs maps a root to its *Job, for the marks the kernel must spare.
 	jobs sync.Map
 
+	// recorder, once set, writes the recorded job's events (record.go).
+	recorder atomic.Pointer[recorder]
+
 	stopEvents context.CancelFunc
 	eventsDone chan error
 	drain      sync.Once

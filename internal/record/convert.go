@@ -58,6 +58,7 @@ func fromLineage(ev lineage.Event) (Event, bool) {
 		out.Exe = ev.Filename
 		out.Argv = ev.Argv
 		out.ArgvTruncated = ev.ArgvTruncated
+		out.UID, out.EUID = execIDs(ev)
 	case KindExit:
 		out.Exit = exitOf(ev.Status)
 	}
@@ -67,4 +68,16 @@ func fromLineage(ev lineage.Event) (Event, bool) {
 // fromMember is an event of kind about m, without times.
 func fromMember(kind Kind, m lineage.Member) Event {
 	return Event{Kind: kind, Process: m.Identity, Parent: m.Parent, Root: m.Root, Comm: m.Comm}
+}
+
+// execIDs are the real and effective uid at exec, when the tracker saw them.
+//
+// execIDs are the exec's real and effective user ids, when the tracker saw
+// them (the BPF exec hook does; the proc backend does not).
+func execIDs(ev lineage.Event) (uid, euid *uint32) {
+	if !ev.CredsKnown {
+		return nil, nil
+	}
+	u, e := ev.UID, ev.EUID
+	return &u, &e
 }

@@ -54,6 +54,11 @@ type Header struct {
 	Boot    time.Duration `json:"boot_ns"`
 	// Command is the job's command line, when one job is recorded.
 	Command []string `json:"command,omitempty"`
+	// Backend is the tracker's backend ("bpf", "proc"); Limits say what
+	// it cannot see, so that a reader knows what the record may lack (the
+	// proc backend misses processes that lived and died between two scans).
+	Backend string   `json:"backend,omitempty"`
+	Limits  []string `json:"limits,omitempty"`
 }
 
 // Event is one line of a record after the header. Fields that don't apply
@@ -100,7 +105,8 @@ type Event struct {
 	Reason string `json:"reason,omitempty"`
 	Result string `json:"result,omitempty"`
 
-	// Count is how many events the kernel could not deliver (loss).
+	// Count is how many events the kernel could not deliver (loss); the
+	// loss's Reason says which counter it is.
 	Count uint64 `json:"count,omitempty"`
 }
 

@@ -66,6 +66,18 @@ func Create(path string, h Header, opts *Options) (*Writer, error) {
 	return w, nil
 }
 
+// NewFileWriter is [NewWriter] on f, an open file (made private by its
+// opener, see internal/userfile); Close closes f, also on error here.
+func NewFileWriter(f io.WriteCloser, h Header, opts *Options) (*Writer, error) {
+	w, err := NewWriter(f, h, opts)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	w.c = f
+	return w, nil
+}
+
 // NewWriter writes h as the first line to out and returns a Writer that
 // appends to it. Schema and Version are filled in; Started and Boot too when
 // zero.
@@ -124,11 +136,15 @@ func (w *Writer) Keep(m lineage.Member, reason string) error {
 
 // Loss records that the kernel could not deliver count events (the ring
 // buffer was full): the record has a gap there. A zero count is not written.
-func (w *Writer) Loss(count uint64) error {
+func (w *Writer) Loss(count uint64) error { return w.LossOf(count, "") }
+
+// LossOf records a gap of count events of the kind reason names ("events
+// lost", "undecodable", ...). A zero count is not written.
+func (w *Writer) LossOf(count uint64, reason string) error {
 	if count == 0 {
 		return nil
 	}
-	return w.now(Event{Kind: KindLoss, Count: count})
+	return w.now(Event{Kind: KindLoss, Count: count, Reason: reason})
 }
 
 // Reap records what the reaper did: a signal event for every signal it sent
@@ -198,10 +214,18 @@ func (w *Writer) now(ev Event) error {
 func (w *Writer) wall(boot time.Duration) time.Time { return w.bootAt.Add(boot).UTC() }
 
 // write encodes v outside the lock, then appends and flushes it under it.
+// Events are encoded by hand (encode.go), the rest by encoding/json.
 func (w *Writer) write(v any) error {
-	line, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("record: %w", err)
+	var line []byte
+	ok := false
+	if ev, isEvent := v.(Event); isEvent {
+		line, ok = appendEvent(make([]byte, 0, 256), &ev)
+	}
+	if !ok {
+		var err error
+		if line, err = json.Marshal(v); err != nil {
+			return fmt.Errorf("record: %w", err)
+		}
 	}
 	line = append(line, '\n')
 	w.mu.Lock()

@@ -172,3 +172,18 @@ func TestCreateIsPrivate(t *testing.T) {
 		t.Errorf("write after close: %v", err)
 	}
 }
+
+// TestExecIDs: an exec event's uid and euid reach the record when the
+// tracker saw them, and are left out when it didn't.
+func TestExecIDs(t *testing.T) {
+	ev := lineage.Event{Kind: lineage.EventExec, Process: lineage.Identity{PID: 2, StartTicks: 3}}
+	uid, euid := execIDs(ev)
+	if uid != nil || euid != nil {
+		t.Errorf("uid %v euid %v for an exec whose credentials are unknown", uid, euid)
+	}
+	ev.CredsKnown, ev.UID, ev.EUID = true, 1000, 0
+	uid, euid = execIDs(ev)
+	if uid == nil || euid == nil || *uid != 1000 || *euid != 0 {
+		t.Errorf("uid %v euid %v, want 1000 and 0", uid, euid)
+	}
+}

@@ -36,7 +36,7 @@ func (rep *Report) WriteChromeTrace(w io.Writer) error {
 	other, _ := json.Marshal(map[string]any{"schema": rep.Header.Schema, "host": rep.Header.Host, "kernel": rep.Header.Kernel, "summary": rep.Summary})
 	bw.Write(other)
 	bw.WriteString(`,"traceEvents":[`)
-	tw := &traceWriter{w: bw, enc: json.NewEncoder(bw), rep: rep, named: make(map[uint32]bool)}
+	tw := &traceWriter{w: bw, rep: rep, named: make(map[uint32]bool)}
 	order := 0
 	rep.Walk(func(p *Process) bool {
 		order++
@@ -52,7 +52,7 @@ func (rep *Report) WriteChromeTrace(w io.Writer) error {
 
 type traceWriter struct {
 	w     *bufio.Writer
-	enc   *json.Encoder
+	buf   []byte // one event's JSON (chromeenc.go)
 	rep   *Report
 	named map[uint32]bool // trace pids already named
 	n     int
@@ -67,7 +67,10 @@ func (t *traceWriter) emit(ev traceEvent) {
 		t.w.WriteByte(',')
 	}
 	t.n++
-	t.err = t.enc.Encode(ev)
+	t.buf, t.err = appendEvent(t.buf[:0], &ev)
+	if t.err == nil {
+		_, t.err = t.w.Write(t.buf)
+	}
 }
 
 func (t *traceWriter) micros(d time.Duration) float64 {

@@ -66,6 +66,9 @@ func (t *textWriter) header() {
 	if len(h.Command) > 0 {
 		fmt.Fprintf(t.w, "command: %s\n", CommandLine(&Process{Argv: h.Command}))
 	}
+	if h.Backend != "" {
+		fmt.Fprintf(t.w, "backend: %s\n", Clean(h.Backend))
+	}
 }
 
 // node writes p and its subtree. lead prefixes p's own line, indent its
