@@ -1,9 +1,10 @@
 // Package userfile creates the files lineage writes for the person who ran
-// it (records, reports): private (0600), owned by the invoking user rather
-// than by root when lineage runs under sudo, and never through a symbolic
-// link or onto something that is not a regular file.
+// it (records, private: 0600; reports, 0644): owned by the invoking user
+// rather than by root when lineage runs under sudo, and never through a
+// symbolic link or onto something that is not a regular file.
 //
-// Shared by `lineage run --record` and (to be reconciled) `--report`.
+// Shared by `lineage run --record` ([Create]) and `--report` ([Pin]).
+// Both take the invoking user from [Invoker].
 package userfile
 
 import (
