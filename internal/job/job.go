@@ -49,6 +49,9 @@ type ReapOptions struct {
 	Linger time.Duration
 	// Grace is the time between SIGTERM and SIGKILL.
 	Grace time.Duration
+	// Timeout bounds the whole reap (zero: reap.DefaultTimeout); past it,
+	// the members not yet gone are reported as survivors.
+	Timeout time.Duration
 }
 
 // Reap carries out d: it reaps the lineage when d says so, sparing what
@@ -68,6 +71,7 @@ func (j *Job) Reap(ctx context.Context, d policy.Decision, opts ReapOptions) {
 	r, err := reap.Reap(ctx, src, reap.Options{
 		Linger:  opts.Linger,
 		Grace:   opts.Grace,
+		Timeout: opts.Timeout,
 		Contain: func() (lineage.Containment, error) { return t.backend.Contain(j.root) },
 		Keep:    keeper(j.keep, t.tree, t.proc),
 		Refuse:  refuser(t.caller, j.root),

@@ -283,7 +283,7 @@ func parseStat(pid int, data []byte, comm string) (lineage.Stat, error) {
 			} else {
 				st.State = string(tok)
 			}
-		case 4, 5, 6, 9, 20, 22, 28, 52:
+		case 4, 5, 6, 9, 20, 22, 28, 33, 34, 52:
 			v, ok := parseDecimal(tok)
 			if !ok {
 				return lineage.Stat{}, fmt.Errorf("pid %d: %w: field %d is %q", pid, errMalformedStat, field, tok)
@@ -303,6 +303,10 @@ func parseStat(pid int, data []byte, comm string) (lineage.Stat, error) {
 				st.StartTicks = v
 			case 28:
 				st.StartStack = v
+			case 33:
+				st.SigIgnore = v
+			case 34:
+				st.SigCatch = v
 			case 52:
 				st.ExitCode = lineage.ExitStatus(int32(v))
 			}
