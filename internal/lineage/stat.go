@@ -28,7 +28,8 @@ type Stat struct {
 	// not parse that field.
 	ExitCode ExitStatus
 	// SigIgnore and SigCatch are fields 33 and 34: the signals the process
-	// ignores and catches, bit sig-1 for signal sig. Only the proc package's
+	// ignores and catches, bit sig-1 for signal sig, signals 1-31 only (the
+	// kernel masks the rest out of this file). Only the proc package's
 	// StatReader reads them.
 	SigIgnore, SigCatch uint64
 }

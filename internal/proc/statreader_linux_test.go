@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -46,9 +48,11 @@ func writeFakeProc(t *testing.T, root string, pid int, stat string) {
 	}
 }
 
-// statsAgree compares what the two parsers both read.
+// statsAgree compares what the two parsers both read (procfs skips fields
+// 33, 34 and 52).
 func statsAgree(a, b lineage.Stat) bool {
 	a.ExitCode, b.ExitCode = 0, 0
+	a.SigIgnore, b.SigIgnore, a.SigCatch, b.SigCatch = 0, 0, 0, 0
 	return a == b
 }
 
@@ -302,4 +306,40 @@ func BenchmarkStat(b *testing.B) {
 			}
 		}
 	})
+}
+
+// Fields 33 and 34 are the signals ignored and caught; /proc/PID/status
+// shows the same masks in hex, where the stat file shows signals 1-31 only.
+func TestStatReaderSignals(t *testing.T) {
+	p, err := Open("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signal.Ignore(syscall.SIGUSR2)
+	defer signal.Reset(syscall.SIGUSR2)
+	st, err := p.StatReader().Stat(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, err := p.Status(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Ignores(syscall.SIGUSR2) || st.Ignores(syscall.SIGTERM) || st.SigIgnore != status.SigIgn&0x7fffffff || st.SigCatch != status.SigCgt&0x7fffffff {
+		t.Errorf("stat ignores %#x catches %#x; status ignores %#x catches %#x; want USR2 ignored, TERM not, and the two to agree",
+			st.SigIgnore, st.SigCatch, status.SigIgn, status.SigCgt)
+	}
+	if status.NamespaceInit() || len(status.NSpid) == 0 || status.NSpid[0] != os.Getpid() {
+		t.Errorf("NSpid %v: want this process's pid, not a namespace's init", status.NSpid)
+	}
+}
+
+func TestParseStatus(t *testing.T) {
+	s, err := ParseStatus(7, []byte("Name:\tsleep\nNSpid:\t4242\t1\nSigIgn:\t0000000000004000\nSigCgt:\t0000000000000002\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.NamespaceInit() || s.SigIgn != 1<<(syscall.SIGTERM-1) || s.SigCgt != 2 {
+		t.Errorf("parsed %+v", s)
+	}
 }
