@@ -4,7 +4,9 @@
 //   - the fork+exit+wait and fork+exec+wait rates of a spawner with no
 //     tracker, with the BPF tracker loaded but not tracking it, and with the
 //     tracker tracking it, interleaved round by round;
-//   - the wall time of `lineage run -- true` against plain `true`.
+//   - the wall time of `lineage run -- true` against plain `true`;
+//   - the reap latency of `lineage run` (job exit → lineage exit) with 100,
+//     1,000 and 5,000 leftovers, against the pidfd floor.
 //
 // It needs root (the BPF tracker) and gcc (the spawner is a small C program,
 // so that the Go runtime's own fork cost doesn't blur the figures).
@@ -32,7 +34,14 @@ func main() {
 	execs := flag.Int("execs", 800, "forks per fork+exec+wait measurement")
 	runs := flag.Int("runs", 30, "runs per `lineage run -- true` measurement")
 	lineageBin := flag.String("lineage", "bin/lineage", "the lineage binary to time")
+	reapRounds := flag.Int("reap-rounds", 3, "interleaved rounds per reap latency figure")
+	only := flag.String("only", "", `"reap": measure the reap latency alone`)
 	flag.Parse()
+	if *only == "reap" {
+		fmt.Printf("## lineage benchmarks\n\n%s\n\n", machine())
+		benchReap(*lineageBin, *reapRounds)
+		return
+	}
 
 	dir, err := os.MkdirTemp("", "lineage-bench")
 	if err != nil {
@@ -56,6 +65,17 @@ func main() {
 		fail(err)
 	}
 	printWalls(walls)
+	benchReap(*lineageBin, *reapRounds)
+}
+
+func benchReap(lineageBin string, rounds int) {
+	sizes := []int{100, 1000, 5000}
+	load := loadAverage()
+	res, err := measureReap(lineageBin, sizes, rounds)
+	if err != nil {
+		fail(err)
+	}
+	printReap(res, sizes, load)
 }
 
 func fail(err error) {
