@@ -343,3 +343,38 @@ func TestParseStatus(t *testing.T) {
 		t.Errorf("parsed %+v", s)
 	}
 }
+
+// KeepOpen chooses whose stat files Scan keeps open; ReadOpen reads through
+// one, which stays bound to its process after it is reaped.
+func TestStatReaderKeepOpen(t *testing.T) {
+	p, err := Open("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	pid := cmd.Process.Pid
+	r := p.StatReader()
+	defer r.Close()
+	r.KeepOpen(func(st lineage.Stat) bool { return int(st.PID) == pid })
+	if _, err := r.Scan(func(lineage.Stat) {}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.open) != 1 {
+		t.Errorf("%d stat files kept open, want 1", len(r.open))
+	}
+	if _, open, err := r.ReadOpen(os.Getpid()); open || err != nil {
+		t.Errorf("ReadOpen of a process not kept: open %v, %v", open, err)
+	}
+	if st, open, err := r.ReadOpen(pid); !open || err != nil || int(st.PID) != pid {
+		t.Fatalf("ReadOpen of the sleeper: %+v, open %v, %v", st, open, err)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if _, open, err := r.ReadOpen(pid); !open || !errors.Is(err, lineage.ErrNoProcess) {
+		t.Errorf("ReadOpen after the sleeper was reaped: open %v, %v; want ErrNoProcess", open, err)
+	}
+}
