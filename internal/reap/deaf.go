@@ -2,6 +2,7 @@ package reap
 
 import (
 	"syscall"
+	"time"
 )
 
 // A member that can't act on SIGTERM gains nothing from the grace: it is
@@ -11,6 +12,10 @@ import (
 // drops a SIGTERM sent from outside (its status shows it; it is read only
 // for members still alive a poll interval after their SIGTERM, so members
 // that obey cost nothing more).
+
+// deafSettle is how long after its SIGTERM a member still alive has its
+// status read (or Options.Poll, if longer).
+const deafSettle = 100 * time.Millisecond
 
 // Reasons given with the outcome of a member killed without its grace.
 const (
@@ -26,14 +31,14 @@ func (r *reaper) killNow(v *victim, why string) {
 	}
 }
 
-// deafCheck kills the members, SIGTERMed at least a poll interval ago and
-// still alive, that turn out to be deaf to it: a PID namespace's init
+// deafCheck kills the members, SIGTERMed at least deafSettle ago and still
+// alive, that turn out to be deaf to it: a PID namespace's init
 // without a SIGTERM handler, or a process that has come to ignore SIGTERM.
 // Each member is looked at once.
 func (r *reaper) deafCheck() {
-	now := r.now()
+	now, settle := r.now(), max(deafSettle, r.opts.Poll)
 	for _, v := range r.victims {
-		if !v.live || !v.termed || v.killed || v.deafChecked || now-v.termedAt < r.opts.Poll/2 {
+		if !v.live || !v.termed || v.killed || v.deafChecked || now-v.termedAt < settle {
 			continue
 		}
 		v.deafChecked = true
