@@ -36,10 +36,11 @@ func main() {
 	lineageBin := flag.String("lineage", "bin/lineage", "the lineage binary to time")
 	reapRounds := flag.Int("reap-rounds", 3, "interleaved rounds per reap latency figure")
 	only := flag.String("only", "", `"reap": measure the reap latency alone`)
+	backends := flag.String("reap-backends", "bpf,proc", "the backends whose reap latency is measured")
 	flag.Parse()
 	if *only == "reap" {
 		fmt.Printf("## lineage benchmarks\n\n%s\n\n", machine())
-		benchReap(*lineageBin, *reapRounds)
+		benchReap(*lineageBin, *reapRounds, strings.Split(*backends, ","))
 		return
 	}
 
@@ -65,17 +66,17 @@ func main() {
 		fail(err)
 	}
 	printWalls(walls)
-	benchReap(*lineageBin, *reapRounds)
+	benchReap(*lineageBin, *reapRounds, strings.Split(*backends, ","))
 }
 
-func benchReap(lineageBin string, rounds int) {
+func benchReap(lineageBin string, rounds int, backends []string) {
 	sizes := []int{100, 1000, 5000}
 	load := loadAverage()
-	res, err := measureReap(lineageBin, sizes, rounds)
+	res, err := measureReap(lineageBin, sizes, backends, rounds)
 	if err != nil {
 		fail(err)
 	}
-	printReap(res, sizes, load)
+	printReap(res, sizes, backends, load)
 }
 
 func fail(err error) {

@@ -152,7 +152,7 @@ type reapKey struct {
 }
 
 // measureReap measures each size, floor and lineage interleaved.
-func measureReap(lineageBin string, sizes []int, rounds int) (map[reapKey][]float64, error) {
+func measureReap(lineageBin string, sizes []int, backends []string, rounds int) (map[reapKey][]float64, error) {
 	if err := becomeSubreaper(); err != nil {
 		return nil, err
 	}
@@ -164,7 +164,7 @@ func measureReap(lineageBin string, sizes []int, rounds int) (map[reapKey][]floa
 				return nil, fmt.Errorf("floor, %d members: %w", n, err)
 			}
 			out[reapKey{n, "floor"}] = append(out[reapKey{n, "floor"}], float64(d))
-			for _, backend := range []string{"bpf", "proc"} {
+			for _, backend := range backends {
 				d, err := reapLatency(lineageBin, n, backend)
 				if err != nil {
 					return nil, fmt.Errorf("%s, %d members: %w", backend, n, err)
@@ -176,19 +176,23 @@ func measureReap(lineageBin string, sizes []int, rounds int) (map[reapKey][]floa
 	return out, nil
 }
 
-func printReap(res map[reapKey][]float64, sizes []int, load string) {
+func printReap(res map[reapKey][]float64, sizes []int, backends []string, load string) {
 	fmt.Println("### Reap latency: job exit → lineage exit, leftovers that obey SIGTERM (median of interleaved rounds)")
 	fmt.Println()
 	fmt.Printf("Load average at the start: %s.\n\n", load)
-	fmt.Println("| members | floor (pidfd kill + confirm) | `lineage run`, bpf | `lineage run`, proc |")
-	fmt.Println("|---|---|---|---|")
+	fmt.Print("| members | floor (pidfd kill + confirm) |")
+	for _, b := range backends {
+		fmt.Printf(" `lineage run`, %s |", b)
+	}
+	fmt.Print("\n|---|---|" + strings.Repeat("---|", len(backends)) + "\n")
 	for _, n := range sizes {
 		floor := median(res[reapKey{n, "floor"}])
-		cell := func(what string) string {
-			m := median(res[reapKey{n, what}])
-			return fmt.Sprintf("%s (%.2f×)", ms(m), m/floor)
+		fmt.Printf("| %d | %s |", n, ms(floor))
+		for _, b := range backends {
+			m := median(res[reapKey{n, b}])
+			fmt.Printf(" %s (%.2f×) |", ms(m), m/floor)
 		}
-		fmt.Printf("| %d | %s | %s | %s |\n", n, ms(floor), cell("bpf"), cell("proc"))
+		fmt.Println()
 	}
 	fmt.Println()
 }
