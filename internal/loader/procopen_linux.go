@@ -14,9 +14,9 @@ import (
 //
 // A scan is not atomic: member M is read, M dies, a stranger takes its pid
 // and forks C, and C reads as M's child. So after the scan, the parent of
-// each new child is read once more through the stat file kept open for it,
-// which stays bound to M: if M is gone by then (ESRCH), its pid may have
-// named a stranger when C was read, and C is judged again at the next scan
+// each new child is read once more, through the stat file kept open for it
+// where there is one: if M is gone by then, its pid may have named a
+// stranger when C was read, and C is judged again at the next scan
 // (procScan.parentLost). A zombie M still holds its pid, so its children
 // read during the scan were its own.
 
@@ -70,14 +70,14 @@ func (s *scanSet) read(st lineage.Stat) {
 }
 
 // checkParents reads each parent of a new child once more, through the
-// stat file kept open for it, and marks in cur the children of a parent no
-// longer there. Callers hold scanMu.
+// stat file kept open for it (or afresh), and marks in cur the children of
+// a parent no longer there. A parent read again alive with its start time
+// was alive throughout: a pid never comes back to a process that left it.
+// Callers hold scanMu.
 func (p *Proc) checkParents() {
 	for ppid, kids := range p.scanSet.children {
-		st, open, err := p.reader.ReadOpen(ppid)
-		if !open || (err == nil && st.StartTicks == p.scanSet.members[ppid]) {
-			// Confirmed; or no file was kept for it, and then the scan
-			// read it gone or another, and the diff drops the member.
+		st, err := p.reader.Stat(ppid)
+		if err == nil && st.StartTicks == p.scanSet.members[ppid] {
 			continue
 		}
 		for _, pid := range kids {

@@ -113,6 +113,7 @@ func TestReapIgnoresTerm(t *testing.T) {
 			}
 			if rep.Took > 5*time.Second {
 				t.Errorf("took %v: members that ignore TERM waited for the grace", rep.Took)
+				logReport(t, rep)
 			}
 		})
 	}
