@@ -17,5 +17,9 @@ fi
 $pin "$out/lineage-bench" -lineage "$bin" | tee "$out/lineage-bench.md"
 
 echo
+echo "== what lineage run --record costs the spawner (cmd/lineage-bench -record)"
+$pin "$out/lineage-bench" -lineage "$bin" -record | tee "$out/lineage-bench-record.md"
+
+echo
 echo "== Go benchmarks: /proc scan cost, reap latency (go test -bench)"
-go test -run '^$' -bench . -benchtime 3x -timeout 30m ./internal/lineage ./internal/loader ./internal/reap | tee "$out/go-bench.txt"
+go test -run '^$' -bench . -benchtime 3x -timeout 30m ./internal/lineage ./internal/proc ./internal/loader ./internal/reap ./internal/record ./internal/report | tee "$out/go-bench.txt"

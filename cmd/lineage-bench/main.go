@@ -6,7 +6,9 @@
 //     tracker tracking it, interleaved round by round;
 //   - the wall time of `lineage run -- true` against plain `true`;
 //   - with -record, only the spawner's rates under `lineage run` with and
-//     without --record.
+//     without --record;
+//   - the reap latency of `lineage run` (job exit → lineage exit) with 100,
+//     1,000 and 5,000 leftovers, against the pidfd floor.
 //
 // It needs root (the BPF tracker) and gcc (the spawner is a small C program,
 // so that the Go runtime's own fork cost doesn't blur the figures).
@@ -37,7 +39,15 @@ func main() {
 	variantList := flag.String("variants", "full,compat", "the BPF program variants to measure side by side (auto: the one this kernel gets); one this kernel refuses is left out")
 	guardRuns := flag.Int("guardian-forks", 2000, "forks per `lineage run` spawner measurement, guardian on and off (0: skip)")
 	recordOnly := flag.Bool("record", false, "measure only what `lineage run --record` costs the spawner")
+	reapRounds := flag.Int("reap-rounds", 3, "interleaved rounds per reap latency figure")
+	only := flag.String("only", "", `"reap": measure the reap latency alone`)
+	backends := flag.String("reap-backends", "bpf,proc", "the backends whose reap latency is measured")
 	flag.Parse()
+	if *only == "reap" {
+		fmt.Printf("## lineage benchmarks\n\n%s\n\n", machine())
+		benchReap(*lineageBin, *reapRounds, strings.Split(*backends, ","))
+		return
+	}
 
 	dir, err := os.MkdirTemp("", "lineage-bench")
 	if err != nil {
@@ -81,6 +91,17 @@ func main() {
 		fail(err)
 	}
 	printWalls(walls)
+	benchReap(*lineageBin, *reapRounds, strings.Split(*backends, ","))
+}
+
+func benchReap(lineageBin string, rounds int, backends []string) {
+	sizes := []int{100, 1000, 5000}
+	load := loadAverage()
+	res, err := measureReap(lineageBin, sizes, backends, rounds)
+	if err != nil {
+		fail(err)
+	}
+	printReap(res, sizes, backends, load)
 }
 
 func fail(err error) {

@@ -5,5 +5,8 @@ package main
 import "os"
 
 func main() {
-	os.Exit(execute(os.Args[1:]))
+	stop := startProfiles()
+	code := execute(os.Args[1:])
+	stop()
+	os.Exit(code)
 }

@@ -73,10 +73,8 @@ type ReapOptions struct {
 	Linger time.Duration
 	// Grace is the time between SIGTERM and SIGKILL.
 	Grace time.Duration
-	// Timeout bounds the whole reap; zero means no bound. Past it, the
-	// reap kills what it knows of without waiting and reports the rest
-	// as survivors. (reap.Options has no timeout of its own: the bound is
-	// a context deadline, which reap.Reap honours by aborting.)
+	// Timeout bounds the whole reap (zero: reap.DefaultTimeout); past it,
+	// the members not yet gone are reported as survivors.
 	Timeout time.Duration
 }
 
@@ -98,16 +96,21 @@ func (j *Job) Reap(ctx context.Context, d policy.Decision, opts ReapOptions) {
 	j.markSpared(j.keeper(), refuser(t.caller, j.root, t.proc))
 	// The report shows how each reaped member ended: keep their exits.
 	t.tree.SetPruning(false)
-	src := reap.SourceFunc(func() ([]lineage.Member, error) { return t.backend.Members(j.root) })
-	reapCtx := ctx
-	if opts.Timeout > 0 {
-		var cancel context.CancelFunc
-		reapCtx, cancel = context.WithTimeout(ctx, opts.Timeout)
-		defer cancel()
-	}
-	r, err := reap.Reap(reapCtx, src, reap.Options{
+	src := reap.SourceFunc(func() ([]lineage.Member, error) {
+		ms, err := t.backend.Members(j.root)
+		// The event tree has their argv from their exec: the reaper need
+		// not read /proc for it (a third of its cost per member).
+		for i := range ms {
+			if known, ok := t.tree.Get(ms[i].Identity); ok && len(ms[i].Argv) == 0 {
+				ms[i].Argv = known.Argv
+			}
+		}
+		return ms, err
+	})
+	r, err := reap.Reap(ctx, src, reap.Options{
 		Linger:  opts.Linger,
 		Grace:   opts.Grace,
+		Timeout: opts.Timeout,
 		Contain: func() (lineage.Containment, error) { return t.backend.Contain(j.root) },
 		Keep:    j.keeper(),
 		Refuse:  refuser(t.caller, j.root, t.proc),
@@ -116,7 +119,7 @@ func (j *Job) Reap(ctx context.Context, d policy.Decision, opts ReapOptions) {
 	if j.keeps != nil {
 		j.rep.Warnings = append(j.rep.Warnings, j.keeps.unused()...)
 	}
-	if ctx.Err() == nil && errors.Is(reapCtx.Err(), context.DeadlineExceeded) {
+	if errors.Is(err, reap.ErrTimeout) {
 		j.rep.ReapTimedOut = true
 		t.note("lineage: the reap passed its timeout of %v: reporting what is left\n", opts.Timeout)
 	}

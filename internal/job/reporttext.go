@@ -1,6 +1,7 @@
 package job
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -28,6 +29,11 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) {
 	if opts.Quiet && left == 0 && len(r.Warnings) == 0 {
 		return
 	}
+	// One write for the whole report: tabwriter writes cell by cell, and
+	// the report of a big reap has thousands of lines.
+	bw := bufio.NewWriter(w)
+	defer bw.Flush()
+	w = bw
 	how := "did not finish"
 	switch {
 	case r.Deadline:
@@ -74,7 +80,7 @@ func (r *Report) writeTable(w io.Writer, verbose bool) {
 				continue
 			}
 			result := string(oc.Result)
-			if oc.Reason != "" && (oc.Result == reap.Refused || oc.Result == reap.Survived || oc.Result == reap.Kept) {
+			if oc.Reason != "" && (oc.Result == reap.Refused || oc.Result == reap.Survived || oc.Result == reap.Kept || oc.Result == reap.Killed) {
 				result += " (" + lineage.Printable(oc.Reason) + ")"
 			}
 			name := commandText(oc.Argv, oc.Member.Comm)

@@ -1,5 +1,7 @@
 package lineage
 
+import "syscall"
+
 // Stat is the part of /proc/PID/stat lineage uses.
 type Stat struct {
 	Identity
@@ -25,6 +27,21 @@ type Stat struct {
 	// Only the proc package's StatReader reads it; its procfs reader leaves it 0, as procfs does
 	// not parse that field.
 	ExitCode ExitStatus
+	// SigIgnore and SigCatch are fields 33 and 34: the signals the process
+	// ignores and catches, bit sig-1 for signal sig, signals 1-31 only (the
+	// kernel masks the rest out of this file). Only the proc package's
+	// StatReader reads them.
+	SigIgnore, SigCatch uint64
+}
+
+// Ignores reports whether st showed sig ignored.
+func (s Stat) Ignores(sig syscall.Signal) bool { return sigBit(s.SigIgnore, sig) }
+
+// Catches reports whether st showed a handler for sig.
+func (s Stat) Catches(sig syscall.Signal) bool { return sigBit(s.SigCatch, sig) }
+
+func sigBit(mask uint64, sig syscall.Signal) bool {
+	return sig >= 1 && sig <= 64 && mask&(1<<(sig-1)) != 0
 }
 
 // Zombie reports whether the process has exited and only waits to be

@@ -74,6 +74,7 @@ type Proc struct {
 	// reader and the scans.
 	scanMu    sync.Mutex
 	reader    *proc.StatReader
+	scanSet   *scanSet
 	cur, prev *procScan
 	scanErr   error
 	// started counts scans begun, so that callers of Members can share a
@@ -116,6 +117,7 @@ func OpenProc(opts *ProcOptions) (*Proc, error) {
 		fs:           fs,
 		euid:         os.Geteuid(),
 		reader:       fs.StatReader(),
+		scanSet:      newScanSet(),
 		cur:          newProcScan(),
 		prev:         newProcScan(),
 		reaped:       make(map[int]lineage.ExitStatus),
@@ -125,6 +127,7 @@ func OpenProc(opts *ProcOptions) (*Proc, error) {
 		ticker:       make(chan struct{}, 1),
 		done:         make(chan struct{}),
 	}
+	p.reader.KeepOpen(p.scanSet.keepOpen)
 	// Our own pid in the proc root's view; in a fake tree, whatever it says.
 	self, _ := p.reader.Stat(os.Getpid())
 	if self.PID == 0 {

@@ -59,16 +59,22 @@ type procScan struct {
 	// reaped holds the wait statuses, by pid, of the children this
 	// process's reaper reaped since the scan before.
 	reaped map[int]lineage.ExitStatus
-	now    time.Duration
+	// parentLost holds the pids whose parent, a member when the process
+	// was read, was no longer that member when the poller read the parent
+	// again right after: the pid it names as parent may be a stranger that
+	// took the member's pid. They are not adopted from this scan.
+	parentLost map[int]bool
+	now        time.Duration
 }
 
 func newProcScan() *procScan {
-	return &procScan{procs: make(map[int]lineage.Stat), unreadable: make(map[int]bool)}
+	return &procScan{procs: make(map[int]lineage.Stat), unreadable: make(map[int]bool), parentLost: make(map[int]bool)}
 }
 
 func (s *procScan) reset() {
 	clear(s.procs)
 	clear(s.unreadable)
+	clear(s.parentLost)
 	s.reaped = nil
 }
 
@@ -158,6 +164,12 @@ func (t *procTracker) adoptFresh(prev map[int]lineage.Stat, cur *procScan) {
 			continue
 		}
 		if m, ok := t.members[uint32(pid)]; (ok && m.StartTicks == st.StartTicks) || st.Kernel {
+			continue
+		}
+		if cur.parentLost[pid] {
+			// Its parent may be a stranger: judge it again at the next
+			// scan, as if this one had not seen it.
+			delete(cur.procs, pid)
 			continue
 		}
 		fresh = append(fresh, pid)

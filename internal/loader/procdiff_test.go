@@ -279,6 +279,45 @@ func TestProcTrackerDiff(t *testing.T) {
 			members: []string{"200@1000", "300@1100", "400@1200"},
 		},
 		{
+			// A scan is not atomic: member 101 was read, then died; a
+			// stranger took pid 101 and forked 102, read as 101's child.
+			// The poller found 101's stat file (bound to the member) gone
+			// right after reading 102: 102 is not adopted, and is judged
+			// again at the next scan, where its parent is the stranger.
+			name:  "a stranger's child read as a member's after the member died",
+			roots: []string{"100@1000"},
+			scans: [][]string{
+				{"100@1000", "101@1010 ppid=100"},
+				{"100@1000", "101@1010 ppid=100", "102@1030 ppid=101 parentlost"},
+				{"100@1000", "101@1020 ppid=1", "102@1030 ppid=101"},
+			},
+			events:  []string{"exit 101@1010 unknown"},
+			members: []string{"100@1000"},
+		},
+		{
+			// The same, but 102 was the member's own child: reparented to
+			// this process (a subreaper), it is found at the next scan.
+			name:  "a member's child whose parent died during the scan",
+			roots: []string{"spawned 100@1000"},
+			scans: [][]string{
+				{"100@1000 ppid=50", "101@1010 ppid=100"},
+				{"100@1000 ppid=50", "101@1010 ppid=100", "102@1030 ppid=101 parentlost"},
+				{"100@1000 ppid=50", "102@1030 ppid=50"},
+			},
+			events:  []string{"exit 101@1010 unknown", "fork 102@1030 parent=0@0 root=100@1000", "exec 102@1030 sh"},
+			members: []string{"100@1000", "102@1030"},
+		},
+		{
+			name:  "a member's child, its parent confirmed",
+			roots: []string{"100@1000"},
+			scans: [][]string{
+				{"100@1000", "101@1010 ppid=100"},
+				{"100@1000", "101@1010 ppid=100", "102@1030 ppid=101"},
+			},
+			events:  []string{"fork 102@1030 parent=101@1010 root=100@1000"},
+			members: []string{"100@1000", "101@1010", "102@1030"},
+		},
+		{
 			name:  "two spawned roots: a group this process shares tells nothing",
 			roots: []string{"spawned 200@1000", "spawned 300@1100"},
 			scans: [][]string{
@@ -430,6 +469,8 @@ func parseDiffScan(t *testing.T, lines []string, now time.Duration) *procScan {
 				st.Kernel = true
 			case "unreadable":
 				unreadable = true
+			case "parentlost":
+				s.parentLost[int(id.PID)] = true
 			default:
 				t.Fatalf("bad process %q", line)
 			}

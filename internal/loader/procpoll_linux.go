@@ -88,7 +88,11 @@ func (p *Proc) pollLocked() error {
 	p.mu.Unlock()
 
 	p.cur.reset()
+	p.beginScanSet()
 	listed, err := p.reader.Scan(p.keep, p.markUnreadable)
+	if err == nil {
+		p.checkParents()
+	}
 	if err != nil {
 		meter.stop()
 		p.scanErr = err
@@ -128,6 +132,7 @@ func (p *Proc) keep(st lineage.Stat) {
 		st = p.trusted(st)
 	}
 	p.cur.procs[int(st.PID)] = st
+	p.scanSet.read(st)
 }
 
 func (p *Proc) markUnreadable(pid int, _ error) { p.cur.unreadable[pid] = true }

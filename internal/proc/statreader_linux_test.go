@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -46,9 +48,11 @@ func writeFakeProc(t *testing.T, root string, pid int, stat string) {
 	}
 }
 
-// statsAgree compares what the two parsers both read.
+// statsAgree compares what the two parsers both read (procfs skips fields
+// 33, 34 and 52).
 func statsAgree(a, b lineage.Stat) bool {
 	a.ExitCode, b.ExitCode = 0, 0
+	a.SigIgnore, b.SigIgnore, a.SigCatch, b.SigCatch = 0, 0, 0, 0
 	return a == b
 }
 
@@ -302,4 +306,75 @@ func BenchmarkStat(b *testing.B) {
 			}
 		}
 	})
+}
+
+// Fields 33 and 34 are the signals ignored and caught; /proc/PID/status
+// shows the same masks in hex, where the stat file shows signals 1-31 only.
+func TestStatReaderSignals(t *testing.T) {
+	p, err := Open("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signal.Ignore(syscall.SIGUSR2)
+	defer signal.Reset(syscall.SIGUSR2)
+	st, err := p.StatReader().Stat(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, err := p.Status(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Ignores(syscall.SIGUSR2) || st.Ignores(syscall.SIGTERM) || st.SigIgnore != status.SigIgn&0x7fffffff || st.SigCatch != status.SigCgt&0x7fffffff {
+		t.Errorf("stat ignores %#x catches %#x; status ignores %#x catches %#x; want USR2 ignored, TERM not, and the two to agree",
+			st.SigIgnore, st.SigCatch, status.SigIgn, status.SigCgt)
+	}
+	if status.NamespaceInit() || len(status.NSpid) == 0 || status.NSpid[0] != os.Getpid() {
+		t.Errorf("NSpid %v: want this process's pid, not a namespace's init", status.NSpid)
+	}
+}
+
+func TestParseStatus(t *testing.T) {
+	s, err := ParseStatus(7, []byte("Name:\tsleep\nNSpid:\t4242\t1\nSigIgn:\t0000000000004000\nSigCgt:\t0000000000000002\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.NamespaceInit() || s.SigIgn != 1<<(syscall.SIGTERM-1) || s.SigCgt != 2 {
+		t.Errorf("parsed %+v", s)
+	}
+}
+
+// KeepOpen chooses whose stat files Scan keeps open; ReadOpen reads through
+// one, which stays bound to its process after it is reaped.
+func TestStatReaderKeepOpen(t *testing.T) {
+	p, err := Open("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	pid := cmd.Process.Pid
+	r := p.StatReader()
+	defer r.Close()
+	r.KeepOpen(func(st lineage.Stat) bool { return int(st.PID) == pid })
+	if _, err := r.Scan(func(lineage.Stat) {}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.open) != 1 {
+		t.Errorf("%d stat files kept open, want 1", len(r.open))
+	}
+	if _, open, err := r.ReadOpen(os.Getpid()); open || err != nil {
+		t.Errorf("ReadOpen of a process not kept: open %v, %v", open, err)
+	}
+	if st, open, err := r.ReadOpen(pid); !open || err != nil || int(st.PID) != pid {
+		t.Fatalf("ReadOpen of the sleeper: %+v, open %v, %v", st, open, err)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if _, open, err := r.ReadOpen(pid); !open || !errors.Is(err, lineage.ErrNoProcess) {
+		t.Errorf("ReadOpen after the sleeper was reaped: open %v, %v; want ErrNoProcess", open, err)
+	}
 }

@@ -120,6 +120,9 @@ type fakeSignaler struct {
 	onWait  func()
 	// maxPins, if set, is how many pins may be open at once (EMFILE).
 	maxPins int
+	// stuck holds the processes SIGKILL doesn't end (uninterruptible
+	// sleep, which can't be made on demand).
+	stuck map[int]bool
 }
 
 func newFakeSignaler(f *fakeProc) *fakeSignaler {
@@ -158,7 +161,9 @@ func (s *fakeSignaler) Send(p Pin, sig syscall.Signal) error {
 	case sig == syscall.SIGSTOP:
 		s.proc.stopped[pid] = true
 	case sig == syscall.SIGKILL:
-		s.exit(pid)
+		if !s.stuck[pid] {
+			s.exit(pid)
+		}
 	case sig == syscall.SIGCONT:
 		s.proc.stopped[pid] = false
 		pending := s.pending[pid]

@@ -19,6 +19,9 @@ const DefaultGrace = 5 * time.Second
 // when [Options.Poll] is zero.
 const DefaultPoll = 20 * time.Millisecond
 
+// DefaultTimeout bounds a whole reap when [Options.Timeout] is zero.
+const DefaultTimeout = 5 * time.Minute
+
 var (
 	// ErrSurvivors is wrapped by the error [Reap] returns when members it
 	// meant to end are still alive; [Report.Survivors] names them.
@@ -26,6 +29,9 @@ var (
 	// ErrNotProcess is wrapped by [Signaler.Open] when the pid names a
 	// thread rather than a process (thread-group leader).
 	ErrNotProcess = errors.New("not a process")
+	// ErrTimeout is wrapped by the error [Reap] returns when
+	// [Options.Timeout] passed before the lineage was empty.
+	ErrTimeout = errors.New("reap timed out")
 )
 
 // Source tells the reaper which processes make up the lineage.
@@ -54,6 +60,13 @@ type Options struct {
 	// Poll is how often the Source is listed again while the reaper waits
 	// (exits wake it at once); zero means DefaultPoll.
 	Poll time.Duration
+	// Timeout bounds the whole reap, linger included; zero means
+	// DefaultTimeout. Past it the reap stops: it sends SIGKILL to the
+	// members it knows of, waits for none of them, reports those not seen
+	// gone as Survived with why (a member in uninterruptible sleep, say, or
+	// a kept member whose children keep coming), and Reap returns an error
+	// wrapping ErrTimeout.
+	Timeout time.Duration
 
 	// Contain, if set, is called once after the linger and before the first
 	// signal, when the Source still lists members. It keeps the lineage from
@@ -214,9 +227,10 @@ func (r Report) Count(res Result) int {
 //     empty passes), waiting for each death;
 //  5. report every member's outcome.
 //
-// Reap returns when the lineage is empty, or when ctx is done or the Source
-// fails; then it kills the members it already knows of without waiting for
-// them, and returns the report so far with an error. The error wraps
+// Reap returns when the lineage is empty, or when ctx is done, Timeout has
+// passed or the Source fails; then it kills the members it already knows of
+// without waiting for them, resumes those it stopped and could not kill,
+// and returns the report so far with an error. The error wraps
 // ErrSurvivors when members it meant to end are still alive. Reap may be
 // called from several goroutines at once; each call uses its own Options.
 //
@@ -235,6 +249,11 @@ func Reap(ctx context.Context, src Source, opts Options) (Report, error) {
 		return Report{}, fmt.Errorf("%w reap options: negative grace %v", lineage.ErrInvalid, opts.Grace)
 	case opts.Poll < 0:
 		return Report{}, fmt.Errorf("%w reap options: negative poll interval %v", lineage.ErrInvalid, opts.Poll)
+	case opts.Timeout < 0:
+		return Report{}, fmt.Errorf("%w reap options: negative timeout %v", lineage.ErrInvalid, opts.Timeout)
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = DefaultTimeout
 	}
 	if opts.Grace == 0 {
 		opts.Grace = DefaultGrace

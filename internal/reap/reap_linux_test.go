@@ -5,7 +5,10 @@ package reap
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -87,12 +90,51 @@ func TestReapObeysTerm(t *testing.T) {
 	}
 }
 
+// Members that ignore TERM gain nothing from the grace: they are killed at
+// once, and the report says why.
 func TestReapIgnoresTerm(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
 			l := newLab(t)
 			// Ignored signals stay ignored across fork and exec.
 			j := l.start("trap '' TERM; sleep 60 & sleep 60 & echo ready; wait")
+			rep := reapJob(t, j, Options{Grace: 20 * time.Second, Contain: mode.contain})
+			out := checkReport(t, j, rep)
+			if len(out) != 3 {
+				t.Errorf("%d outcomes, want 3", len(out))
+			}
+			for id, o := range out {
+				if o.Result != Killed || o.Signal != "KILL" || o.Reason != whyIgnoresTerm {
+					t.Errorf("%s %q: %s by %q (%q), want killed because it ignores TERM", id, o.Argv, o.Result, o.Signal, o.Reason)
+				}
+				if want := sent(mode.pre, []string{"KILL"}); !slices.Equal(o.Sent, want) {
+					t.Errorf("%s %q: sent %v, want %v", id, o.Argv, o.Sent, want)
+				}
+			}
+			if rep.Took > 5*time.Second {
+				t.Errorf("took %v: members that ignore TERM waited for the grace", rep.Took)
+				logReport(t, rep)
+			}
+		})
+	}
+}
+
+// holdOut returns shell functions: hold SECONDS execs a process that
+// catches TERM, does nothing about it, and exits 0 after SECONDS; held N
+// waits until N of them have their handler in place.
+func holdOut(t *testing.T) string {
+	return fmt.Sprintf(`held=%s
+hold() { exec perl -MTime::HiRes=time,sleep -e '$SIG{TERM} = sub {}; open my $f, ">>", $ARGV[1] or die; print $f "x\n"; close $f; $e = time + $ARGV[0]; sleep 0.01 while time < $e' "$1" "$held"; }
+held() { until [ "$(cat "$held" 2>/dev/null | wc -l)" -ge "$1" ]; do sleep 0.01; done; }
+`, shellQuote(filepath.Join(t.TempDir(), "held")))
+}
+
+// Members that catch TERM and stay get their whole grace, then KILL.
+func TestReapCatchesTerm(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			l := newLab(t)
+			j := l.start(holdOut(t) + "trap : TERM; hold 60 & hold 60 & held 2; echo ready; while :; do wait; done")
 			grace := 300 * time.Millisecond
 			rep := reapJob(t, j, Options{Grace: grace, Contain: mode.contain})
 			out := checkReport(t, j, rep)
@@ -100,8 +142,8 @@ func TestReapIgnoresTerm(t *testing.T) {
 				t.Errorf("%d outcomes, want 3", len(out))
 			}
 			for id, o := range out {
-				if o.Result != Killed || o.Signal != "KILL" {
-					t.Errorf("%s %q: %s by %q, want killed", id, o.Argv, o.Result, o.Signal)
+				if o.Result != Killed || o.Signal != "KILL" || o.Reason != "" {
+					t.Errorf("%s %q: %s by %q (%q), want killed", id, o.Argv, o.Result, o.Signal, o.Reason)
 				}
 				if want := sent(mode.pre, []string{"TERM"}, mode.post, mode.pre, []string{"KILL"}); !slices.Equal(o.Sent, want) {
 					t.Errorf("%s %q: sent %v, want %v", id, o.Argv, o.Sent, want)
@@ -111,6 +153,31 @@ func TestReapIgnoresTerm(t *testing.T) {
 				t.Errorf("took %v, less than the grace %v", rep.Took, grace)
 			}
 		})
+	}
+}
+
+// Ignoring TERM among members that obey it: only the deaf one is killed at
+// once; the rest are terminated.
+func TestReapIgnoresTermMixed(t *testing.T) {
+	l := newLab(t)
+	j := l.start("sleep 60 & (trap '' TERM; exec sleep 61) & echo ready; wait")
+	deaf := j.find("sleep", "61")
+	rep := reapJob(t, j, Options{Grace: 20 * time.Second, Contain: modes[0].contain})
+	out := checkReport(t, j, rep)
+	if len(out) != 3 || len(deaf) != 1 {
+		t.Fatalf("%d outcomes, %d deaf members; want 3 and 1", len(out), len(deaf))
+	}
+	for id, o := range out {
+		want := Terminated
+		if id == deaf[0] {
+			want = Killed
+		}
+		if o.Result != want {
+			t.Errorf("%s %q: %s (%q), want %s", id, o.Argv, o.Result, o.Reason, want)
+		}
+	}
+	if rep.Took > 5*time.Second {
+		t.Errorf("took %v", rep.Took)
 	}
 }
 
@@ -265,11 +332,31 @@ func TestReapLinger(t *testing.T) {
 	})
 }
 
-// Members that ignore TERM but exit on their own during the grace are not
+// The init of a PID namespace of its own, with no TERM handler, drops a
+// TERM sent from outside: it is killed without waiting for the grace.
+func TestReapNamespaceInit(t *testing.T) {
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("no unshare")
+	}
+	l := newLab(t)
+	j := l.start("unshare --pid --fork sleep 62 & echo ready; wait")
+	init := j.find("sleep", "62")
+	rep := reapJob(t, j, Options{Grace: 20 * time.Second, Contain: modes[0].contain})
+	out := checkReport(t, j, rep)
+	if o := out[init[0]]; o.Result != Killed || o.Reason != whyDeafInit || !slices.Equal(o.Sent, []string{"TERM", "KILL"}) {
+		t.Errorf("the namespace's init %s: %s (%q), sent %v; want killed as deaf to TERM after TERM", init[0], o.Result, o.Reason, o.Sent)
+	}
+	if rep.Took > 5*time.Second {
+		t.Errorf("took %v: the namespace's init waited for the grace", rep.Took)
+		logReport(t, rep)
+	}
+}
+
+// Members that catch TERM but exit on their own during the grace are not
 // killed: they ended after TERM, by exit.
 func TestReapExitDuringGrace(t *testing.T) {
 	l := newLab(t)
-	j := l.start("trap '' TERM; echo ready; sleep 0.5")
+	j := l.start(holdOut(t) + "trap : TERM; hold 1 & held 1; echo ready; wait; wait")
 	rep := reapJob(t, j, Options{Grace: 20 * time.Second, Contain: modes[0].contain})
 	out := checkReport(t, j, rep)
 	if len(out) != 2 {
@@ -334,8 +421,8 @@ i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done`)
 	}
 	t.Run("forks through the grace", func(t *testing.T) {
 		l := newLab(t)
-		// Everything ignores TERM; the shell forks every 50 ms.
-		j := l.start(`trap '' TERM; echo ready
+		// The shell catches TERM and forks on every 50 ms.
+		j := l.start(`trap : TERM; echo ready
 i=0; while [ $i -lt 1200 ]; do sleep 60 & sleep 0.05; i=$((i+1)); done`)
 		sh := j.root
 		rep := reapJob(t, j, Options{Grace: time.Second})
@@ -559,7 +646,7 @@ func TestReapContainFails(t *testing.T) {
 // stopped or waiting for their grace.
 func TestReapCanceled(t *testing.T) {
 	l := newLab(t)
-	j := l.start("trap '' TERM; sleep 60 & sleep 60 & echo ready; wait")
+	j := l.start(holdOut(t) + "trap : TERM; hold 60 & hold 60 & held 2; echo ready; while :; do wait; done")
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	rep, err := Reap(ctx, j, Options{Grace: 30 * time.Second})

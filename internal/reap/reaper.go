@@ -31,6 +31,8 @@ type reaper struct {
 	// round numbers the stop passes of the stop containment.
 	round    int
 	stopMode bool
+	// deadline is when Options.Timeout passes, on the reaper's clock.
+	deadline time.Duration
 	rep      Report
 }
 
@@ -38,16 +40,33 @@ func (r *reaper) now() time.Duration { return r.opts.Now() }
 
 func (r *reaper) run(ctx context.Context) (Report, error) {
 	start := r.now()
+	r.deadline = start + r.opts.Timeout
 	err := r.reap(ctx, start)
 	if err != nil && (r.live > 0 || len(r.pending) > 0) {
 		// Cut short: never leave the known set stopped or half-signalled.
 		r.abort(err)
 	}
 	r.finish(start)
-	if err == nil && len(r.rep.Survivors) > 0 {
-		err = fmt.Errorf("%d of %d: %w", len(r.rep.Survivors), len(r.rep.Outcomes), ErrSurvivors)
+	if len(r.rep.Survivors) > 0 {
+		survivors := fmt.Errorf("%d of %d: %w", len(r.rep.Survivors), len(r.rep.Outcomes), ErrSurvivors)
+		if err == nil {
+			err = survivors
+		} else {
+			err = fmt.Errorf("%w; %w", err, survivors)
+		}
 	}
 	return r.rep, err
+}
+
+// halt says whether the reap must stop: ctx is done, or the timeout passed.
+func (r *reaper) halt(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if r.now() >= r.deadline {
+		return fmt.Errorf("%w after %v", ErrTimeout, r.opts.Timeout)
+	}
+	return nil
 }
 
 func (r *reaper) reap(ctx context.Context, start time.Duration) error {
@@ -126,7 +145,7 @@ func (r *reaper) contain() {
 func (r *reaper) stopSet(ctx context.Context) error {
 	r.round++
 	for quiet := 0; quiet < 2; {
-		if err := ctx.Err(); err != nil {
+		if err := r.halt(ctx); err != nil {
 			return err
 		}
 		stopped := 0
@@ -157,10 +176,18 @@ func (r *reaper) stopSet(ctx context.Context) error {
 	return nil
 }
 
-// terminate sends SIGTERM to v, then SIGCONT if it is stopped.
+// terminate sends SIGTERM to v, then SIGCONT if it is stopped; a member
+// that ignores SIGTERM gets SIGKILL instead.
 func (r *reaper) terminate(v *victim) {
 	st, ok := r.check(v)
-	if !ok || !r.send(v, syscall.SIGTERM) {
+	if !ok {
+		return
+	}
+	if st.Ignores(syscall.SIGTERM) {
+		r.killNow(v, whyIgnoresTerm)
+		return
+	}
+	if !r.send(v, syscall.SIGTERM) {
 		return
 	}
 	if v.stopped || st.State == "T" {
@@ -176,7 +203,7 @@ func (r *reaper) kill(ctx context.Context) error {
 		need = 2
 	}
 	for empty := 0; empty < need; {
-		if err := ctx.Err(); err != nil {
+		if err := r.halt(ctx); err != nil {
 			return err
 		}
 		r.rep.Passes++
@@ -203,10 +230,10 @@ func (r *reaper) kill(ctx context.Context) error {
 			}
 		}
 		for r.live > 0 {
-			if err := ctx.Err(); err != nil {
+			if err := r.halt(ctx); err != nil {
 				return err
 			}
-			if err := r.await(r.opts.Poll); err != nil {
+			if err := r.await(min(r.opts.Poll, r.deadline-r.now())); err != nil {
 				return err
 			}
 		}
@@ -218,6 +245,7 @@ func (r *reaper) kill(ctx context.Context) error {
 // Source at least every Poll and whenever the known victims are all gone, and
 // hands each newcomer to fresh (if set) right after admitting it.
 func (r *reaper) watch(ctx context.Context, deadline time.Duration, fresh func(*victim)) error {
+	deadline = min(deadline, r.deadline)
 	listed := time.Duration(0)
 	for first := true; ; first = false {
 		now := r.now()
@@ -230,10 +258,13 @@ func (r *reaper) watch(ctx context.Context, deadline time.Duration, fresh func(*
 				return nil
 			}
 		}
+		if fresh != nil {
+			r.deafCheck()
+		}
 		if now >= deadline {
 			return nil
 		}
-		if err := ctx.Err(); err != nil {
+		if err := r.halt(ctx); err != nil {
 			return err
 		}
 		if err := r.await(min(r.opts.Poll-(now-listed), deadline-now)); err != nil {
@@ -274,7 +305,11 @@ func (r *reaper) abort(cause error) {
 	}
 	_ = r.await(0)
 	for _, v := range r.liveVictims() {
-		r.end(v, Survived, fmt.Sprintf("reap cut short (%v): exit not confirmed", cause))
+		last := ""
+		if v.statGen != 0 {
+			last = fmt.Sprintf(", last seen in state %s", v.stat.State)
+		}
+		r.end(v, Survived, fmt.Sprintf("reap cut short (%v): exit not confirmed%s", cause, last))
 	}
 }
 

@@ -31,8 +31,11 @@ type victim struct {
 	statGen uint64 // gen in which stat was read; 0: none
 
 	termed, killed bool
-	stopped        bool // a STOP from the reaper not yet followed by CONT
-	stopRound      int  // the last stop round that stopped it
+	termedAt       time.Duration // when SIGTERM was sent
+	deafChecked    bool          // deafCheck looked at it
+	why            string        // why it was killed without its grace
+	stopped        bool          // a STOP from the reaper not yet followed by CONT
+	stopRound      int           // the last stop round that stopped it
 	endedAt        time.Duration
 }
 
@@ -233,7 +236,7 @@ func (r *reaper) send(v *victim, sig syscall.Signal) bool {
 	v.out.Sent = append(v.out.Sent, lineage.SignalName(sig))
 	switch sig {
 	case syscall.SIGTERM:
-		v.termed = true
+		v.termed, v.termedAt = true, r.now()
 	case syscall.SIGKILL:
 		v.killed = true
 	case syscall.SIGSTOP:
@@ -249,7 +252,7 @@ func (r *reaper) ended(v *victim) {
 	switch {
 	case v.killed:
 		v.out.Signal = "KILL"
-		r.end(v, Killed, "")
+		r.end(v, Killed, v.why)
 	case v.termed:
 		v.out.Signal = "TERM"
 		r.end(v, Terminated, "")
@@ -280,6 +283,13 @@ func (r *reaper) end(v *victim, res Result, reason string) {
 func (r *reaper) release(v *victim) {
 	if !v.pinned {
 		return
+	}
+	if v.stopped && (v.out.Result == Refused || v.out.Result == Kept || v.out.Result == Survived) {
+		// Stopped by the reaper and not ended by it: never leave it stopped.
+		if r.sig.Send(v.pin, syscall.SIGCONT) == nil {
+			v.out.Sent = append(v.out.Sent, lineage.SignalName(syscall.SIGCONT))
+			v.stopped = false
+		}
 	}
 	if v.out.Status == nil && (v.out.Result == Exited || v.out.Result == Terminated || v.out.Result == Killed) {
 		if st, ok := r.sig.Status(v.pin); ok {

@@ -1,0 +1,66 @@
+package reap
+
+import (
+	"syscall"
+	"time"
+)
+
+// A member that can't act on SIGTERM gains nothing from the grace: it is
+// killed at once, and its outcome says why. Two kinds are known: a process
+// that ignores SIGTERM (its stat, read at the check, shows it), and the init
+// of a PID namespace of its own with no SIGTERM handler, to which the kernel
+// drops a SIGTERM sent from outside (its status shows it; it is read only
+// for members still alive a poll interval after their SIGTERM, so members
+// that obey cost nothing more).
+
+// deafSettle is how long after its SIGTERM a member still alive has its
+// status read (or Options.Poll, if longer).
+const deafSettle = 100 * time.Millisecond
+
+// Reasons given with the outcome of a member killed without its grace.
+const (
+	whyIgnoresTerm = "ignores SIGTERM: killed at once, without the grace"
+	whyDeafInit    = "init of its own PID namespace with no SIGTERM handler, which drops SIGTERM from outside: killed at once, without the grace"
+)
+
+// killNow sends SIGKILL to v, which check has just passed, because it can't
+// act on SIGTERM; why becomes the reason of its outcome.
+func (r *reaper) killNow(v *victim, why string) {
+	if r.send(v, syscall.SIGKILL) {
+		v.why = why
+	}
+}
+
+// deafCheck kills the members, SIGTERMed at least deafSettle ago and still
+// alive, that turn out to be deaf to it: a PID namespace's init
+// without a SIGTERM handler, or a process that has come to ignore SIGTERM.
+// Each member is looked at once.
+func (r *reaper) deafCheck() {
+	now, settle := r.now(), max(deafSettle, r.opts.Poll)
+	for _, v := range r.victims {
+		if !v.live || !v.termed || v.killed || v.deafChecked || now-v.termedAt < settle {
+			continue
+		}
+		v.deafChecked = true
+		st, err := r.proc.Status(int(v.id.PID))
+		if err != nil {
+			continue // gone, or unreadable: the grace will tell
+		}
+		why := ""
+		switch {
+		case st.SigIgn&sigMask(syscall.SIGTERM) != 0:
+			why = whyIgnoresTerm
+		case st.NamespaceInit() && st.SigCgt&sigMask(syscall.SIGTERM) == 0:
+			why = whyDeafInit
+		default:
+			continue
+		}
+		// The status was read by pid: a fresh check confirms whose it was.
+		r.gen++
+		if _, ok := r.check(v); ok {
+			r.killNow(v, why)
+		}
+	}
+}
+
+func sigMask(sig syscall.Signal) uint64 { return 1 << (sig - 1) }
