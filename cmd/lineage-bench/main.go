@@ -143,7 +143,7 @@ func machine() string {
 			}
 		}
 	}
-	return fmt.Sprintf("Machine: %s, %d CPUs (%s), %s, %s.", strings.TrimSpace(string(uname)), runtime.NumCPU(), model, runtime.Version(), time.Now().UTC().Format("2006-01-02"))
+	return fmt.Sprintf("Machine: %s, %d CPUs (%s), %s, %s.", strings.TrimSpace(string(uname)), machineCPUs(), model, runtime.Version(), time.Now().UTC().Format("2006-01-02"))
 }
 
 func median(xs []float64) float64 {

@@ -88,13 +88,13 @@ func settle() {
 // from the benchmark itself and its event reader (which scripts/bench.sh
 // pins to CPU 0): -1 when there is only one CPU or no taskset.
 var spawnerCPU = func() int {
-	if runtime.NumCPU() < 2 {
+	if machineCPUs() < 2 {
 		return -1
 	}
 	if _, err := exec.LookPath("taskset"); err != nil {
 		return -1
 	}
-	return runtime.NumCPU() - 1
+	return machineCPUs() - 1
 }()
 
 // runSpawner returns the spawner's rate in operations per second.

@@ -162,6 +162,9 @@ func (r *Report) warnLosses(backend string) {
 	if r.Stats.Unattributed > 0 {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("%d %s could not be attributed to one job, and escaped", r.Stats.Unattributed, plural(int(r.Stats.Unattributed), "orphan", "orphans")))
 	}
+	if r.Stats.HookMisses > 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("the kernel skipped %d runs of the tracker's hooks: the record has gaps; a skipped fork was adopted from /proc by parent pid", r.Stats.HookMisses))
+	}
 	if backend == loader.BackendProc {
 		r.Limits = append(r.Limits, "proc backend: a process that lived and died between two scans is not in the record")
 	}
