@@ -53,18 +53,18 @@ func (r *run) checkBPFLSM() Check {
 func (r *run) checkBPFFS() Check {
 	c := Check{Name: CheckBPFFS, Status: Info}
 	if r.mntErr != nil {
-		c.Detail = fmt.Sprintf("unknown (%v); bpffs is only needed to pin the tracker (lineage serve)", r.mntErr)
+		c.Detail = fmt.Sprintf("unknown (%v); lineage doesn't pin anything today, so it doesn't need bpffs", r.mntErr)
 		return c
 	}
 	at := r.mountpoints("bpf")
 	switch {
 	case slices.Contains(at, "/sys/fs/bpf"):
 		c.Status = OK
-		c.Detail = "mounted at /sys/fs/bpf: the tracker can be pinned (needed only by lineage serve, to survive a restart)"
+		c.Detail = "mounted at /sys/fs/bpf; lineage doesn't pin anything today, so it doesn't need it"
 	case len(at) > 0:
-		c.Detail = fmt.Sprintf("mounted at %s, not /sys/fs/bpf; only needed to pin the tracker (lineage serve)", strings.Join(at, ", "))
+		c.Detail = fmt.Sprintf("mounted at %s, not /sys/fs/bpf; lineage doesn't pin anything today, so it doesn't need it", strings.Join(at, ", "))
 	default:
-		c.Detail = "not mounted at /sys/fs/bpf; not needed unless lineage serve pins the tracker (mount -t bpf bpf /sys/fs/bpf)"
+		c.Detail = "not mounted at /sys/fs/bpf; lineage doesn't pin anything today, so it doesn't need it"
 	}
 	return c
 }
@@ -83,34 +83,28 @@ func (r *run) checkTracefs() Check {
 	return c
 }
 
+// tryCheck is a check that tries something: ok says what it allows,
+// refused (with the error) what is lost when it fails, at status failed.
+func tryCheck(name string, try func() error, failed Status, refused, ok string) Check {
+	if try == nil {
+		return notChecked(name, false)
+	}
+	if err := try(); err != nil {
+		return Check{Name: name, Status: failed, Detail: fmt.Sprintf(refused, err)}
+	}
+	return Check{Name: name, Status: OK, Detail: ok}
+}
+
 func (r *run) checkPidfd() Check {
-	if r.sys.PidfdOpen == nil {
-		return notChecked(CheckPidfd, false)
-	}
-	c := Check{Name: CheckPidfd}
-	if err := r.sys.PidfdOpen(); err != nil {
-		c.Status = Fail
-		c.Detail = fmt.Sprintf("pidfd_open refused (%v; it needs Linux 5.3, and a seccomp filter may block it): lineage signals only through pidfds, so it can't reap here with either backend", err)
-		return c
-	}
-	c.Status = OK
-	c.Detail = "pidfd_open works: every signal goes through a pidfd, so a recycled pid is never hit"
-	return c
+	return tryCheck(CheckPidfd, r.sys.PidfdOpen, Fail,
+		"pidfd_open refused (%v; it needs Linux 5.3, and a seccomp filter may block it): lineage signals only through pidfds, so it can't reap here with either backend",
+		"pidfd_open works: every signal goes through a pidfd, so a recycled pid is never hit")
 }
 
 func (r *run) checkSubreaper() Check {
-	if r.sys.Subreaper == nil {
-		return notChecked(CheckSubreaper, false)
-	}
-	c := Check{Name: CheckSubreaper}
-	if err := r.sys.Subreaper(); err != nil {
-		c.Status = Warn
-		c.Detail = fmt.Sprintf("PR_SET_CHILD_SUBREAPER refused (%v): with the proc backend, a double-forked daemon reparents to init and can escape between two polls", err)
-		return c
-	}
-	c.Status = OK
-	c.Detail = "PR_SET_CHILD_SUBREAPER allowed: with the proc backend, orphans reparent to lineage and stay in view"
-	return c
+	return tryCheck(CheckSubreaper, r.sys.Subreaper, Warn,
+		"PR_SET_CHILD_SUBREAPER refused (%v): with the proc backend, a double-forked daemon reparents to init and can escape between two polls",
+		"PR_SET_CHILD_SUBREAPER allowed: with the proc backend, orphans reparent to lineage and stay in view")
 }
 
 func (r *run) checkCgroup2() Check {

@@ -95,6 +95,6 @@ func (r *run) checkExecArgv() Check {
 		return c
 	}
 	c.Status = OK
-	c.Detail = "read in the kernel at every member's exec (up to 256 bytes), so even a process that lives a millisecond has its argv in the record"
+	c.Detail = "read in the kernel at every member's exec (up to 1 KiB, a longer one cut and marked), so even a process that lives a millisecond has its argv in the record"
 	return c
 }
