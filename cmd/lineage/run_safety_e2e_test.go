@@ -17,8 +17,16 @@ import (
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
-// A member that ignores SIGTERM with a long grace: only --reap-timeout
-// ends the reap in time, and --strict turns the job's 0 into 123.
+// termCatcher is a command for sh that catches SIGTERM and lives on for
+// secs seconds: it earns the whole grace (one that ignores SIGTERM is
+// killed at once, without it).
+func termCatcher(secs string) string {
+	return `perl -e '$SIG{TERM} = sub {}; $e = time + $ARGV[0]; sleep 1 while time < $e' ` + secs
+}
+
+// A member that catches SIGTERM and lives on, with a long grace: only
+// --reap-timeout ends the reap in time, and --strict turns the job's 0 into
+// 123.
 func TestRunReapTimeoutAndStrict(t *testing.T) {
 	for _, strict := range []bool{false, true} {
 		t.Run(fmt.Sprintf("strict=%v", strict), func(t *testing.T) {
@@ -28,7 +36,7 @@ func TestRunReapTimeoutAndStrict(t *testing.T) {
 			if strict {
 				args = append(args, "--strict")
 			}
-			script := fmt.Sprintf(`sh -c 'trap "" TERM; exec sleep %s' &`+settle, testutil.Sleep(mark))
+			script := fmt.Sprintf(`%s &`+settle, termCatcher(testutil.Sleep(mark)))
 			began := time.Now()
 			res := runJob(t, mark, nil, append(args, "--", "sh", "-c", script)...)
 			if took := time.Since(began); took > 20*time.Second {
@@ -241,7 +249,7 @@ func TestRunFatalSignalMidReap(t *testing.T) {
 	testutil.CheckNoLeaks(t, mark)
 	var stderr bytes.Buffer
 	cmd := startUntilReady(t, &stderr, "run", "--backend", loader.BackendProc, "--grace", "60s", "--", "sh", "-c",
-		fmt.Sprintf(`setsid sh -c 'trap "" TERM; exec sleep %s' & sleep 0.3; echo ready`, testutil.Sleep(mark)))
+		fmt.Sprintf(`setsid %s & sleep 0.3; echo ready`, termCatcher(testutil.Sleep(mark))))
 	time.Sleep(1500 * time.Millisecond) // the job exited; the reap waits out its grace
 	began := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGUSR2); err != nil {
