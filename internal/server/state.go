@@ -33,21 +33,10 @@ type stateFile struct {
 }
 
 type savedState struct {
-	Version  int            `json:"version"`
-	NextID   int            `json:"next_id"`
-	Sessions []savedSession `json:"sessions"`
-}
-
-type savedSession struct {
-	ID     string            `json:"id"`
-	Kind   string            `json:"kind"`
-	Label  string            `json:"label,omitempty"`
-	Parent string            `json:"parent,omitempty"`
-	Owner  *lineage.Identity `json:"owner,omitempty"`
-	UID    uint32            `json:"uid"`
-	Opened time.Time         `json:"opened"`
-	Roots  []Root            `json:"roots"`
-	Keeps  []Keep            `json:"keeps"`
+	Version int `json:"version"`
+	NextID  int `json:"next_id"`
+	// Sessions are as the API shows them, open ones only.
+	Sessions []Session `json:"sessions"`
 }
 
 func openState(dir string) (*stateFile, error) {
@@ -64,17 +53,14 @@ func (s *Server) save() {
 		return
 	}
 	s.mu.Lock()
-	st := savedState{Version: stateVersion, NextID: s.nextID, Sessions: []savedSession{}}
+	st := savedState{Version: stateVersion, NextID: s.nextID, Sessions: []Session{}}
 	jobs := make(map[lineage.Identity]*job.Job)
 	for _, se := range s.sessions {
 		if se.closed {
 			continue
 		}
 		v := se.view()
-		st.Sessions = append(st.Sessions, savedSession{
-			ID: v.ID, Kind: v.Kind, Label: v.Label, Parent: v.Parent, Owner: v.Owner,
-			UID: v.UID, Opened: v.Opened, Roots: v.Roots, Keeps: v.Keeps,
-		})
+		st.Sessions = append(st.Sessions, v)
 		for id, r := range se.roots {
 			jobs[id] = r.job
 		}
@@ -210,7 +196,7 @@ func (s *Server) restoreRoot(se *session, id lineage.Identity, r Root) error {
 	return nil
 }
 
-func (s *Server) restoreSession(ss savedSession) *session {
+func (s *Server) restoreSession(ss Session) *session {
 	se := &session{
 		id: ss.ID, kind: parseKind(ss.Kind), label: ss.Label, parent: ss.Parent, owner: ss.Owner,
 		uid: ss.UID, opened: ss.Opened, roots: make(map[lineage.Identity]*root),
