@@ -154,16 +154,20 @@ func (t *procTracker) update(m *procMember, cur *procScan) {
 	}
 }
 
-// adoptFresh makes members of the processes no scan saw before whose parent
-// is a member, and of the orphans reparented to this process that a spawned
-// root claims.
+// adoptFresh makes members of the processes whose parent is a member, and
+// of the orphans reparented to this process that a spawned root claims.
+// It judges the processes no scan saw before and those that changed
+// parents; then, once it adopted any, the processes seen before whose
+// parent is now a member: they were left out only because their own parent
+// was not adopted yet (deferred by parentLost, say), and must not stay out
+// once it is in.
 func (t *procTracker) adoptFresh(prev map[int]lineage.Stat, cur *procScan) {
 	fresh := t.fresh[:0]
 	for pid, st := range cur.procs {
-		if old, ok := prev[pid]; ok && old.StartTicks == st.StartTicks {
+		if t.isMemberStat(st) || st.Kernel {
 			continue
 		}
-		if m, ok := t.members[uint32(pid)]; (ok && m.StartTicks == st.StartTicks) || st.Kernel {
+		if old, ok := prev[pid]; ok && old.StartTicks == st.StartTicks && old.PPID == st.PPID && !t.parentMayAdopt(st) {
 			continue
 		}
 		if cur.parentLost[pid] {
@@ -174,23 +178,53 @@ func (t *procTracker) adoptFresh(prev map[int]lineage.Stat, cur *procScan) {
 		}
 		fresh = append(fresh, pid)
 	}
-	slices.Sort(fresh) // the same events, in the same order, for the same scans
-	t.fresh = fresh
-	// Parents before children: repeat until a pass adopts nothing.
+	forks := t.counts.Forks
+	t.fresh = t.adoptAll(fresh, cur)
+	for t.counts.Forks != forks {
+		forks = t.counts.Forks
+		late := t.fresh[:0]
+		for pid, st := range cur.procs {
+			if !st.Kernel && !t.isMemberStat(st) && t.parentMayAdopt(st) {
+				late = append(late, pid)
+			}
+		}
+		t.fresh = t.adoptAll(late, cur)
+	}
+}
+
+// adoptAll judges the processes of pids, parents before children: it
+// repeats until a pass adopts nothing. It returns pids, to be reused.
+func (t *procTracker) adoptAll(pids []int, cur *procScan) []int {
+	slices.Sort(pids) // the same events, in the same order, for the same scans
 	for changed := true; changed; {
 		changed = false
-		for i, pid := range fresh {
+		for i, pid := range pids {
 			if pid != 0 && t.adoptOne(cur.procs[pid], cur) {
-				fresh[i], changed = 0, true
+				pids[i], changed = 0, true
 			}
 		}
 	}
+	return pids
+}
+
+// isMemberStat reports whether st is a member's process.
+func (t *procTracker) isMemberStat(st lineage.Stat) bool {
+	m, ok := t.members[st.PID]
+	return ok && m.StartTicks == st.StartTicks
+}
+
+// parentMayAdopt reports whether st's parent is a member it may be a child
+// of: alive, and not younger than st.
+func (t *procTracker) parentMayAdopt(st lineage.Stat) bool {
+	parent, ok := t.members[uint32(st.PPID)]
+	return ok && !parent.Exited && parent.StartTicks <= st.StartTicks
 }
 
 // adoptOne adopts st if it is a member's child or an orphan reparented to
 // this process, and reports whether it is done with st.
 func (t *procTracker) adoptOne(st lineage.Stat, cur *procScan) bool {
-	if parent, ok := t.members[uint32(st.PPID)]; ok && !parent.Exited && parent.StartTicks <= st.StartTicks {
+	if t.parentMayAdopt(st) {
+		parent := t.members[uint32(st.PPID)]
 		t.adopt(st, parent, parent.Root, cur)
 		return true
 	}

@@ -308,6 +308,48 @@ func TestProcTrackerDiff(t *testing.T) {
 			members: []string{"100@1000", "102@1030"},
 		},
 		{
+			// 101's parent was lost during scan 2, so 101 waited; its
+			// children, read in the same scan, waited too, and must follow
+			// it in when it is adopted, though scan 3 sees them again.
+			name:  "the children of a deferred process follow it in",
+			roots: []string{"100@1000"},
+			scans: [][]string{
+				{"100@1000"},
+				{"100@1000", "101@1010 ppid=100 parentlost", "102@1020 ppid=101", "103@1030 ppid=102"},
+				{"100@1000", "101@1010 ppid=100", "102@1020 ppid=101", "103@1030 ppid=102"},
+			},
+			events: []string{
+				"fork 101@1010 parent=100@1000 root=100@1000",
+				"fork 102@1020 parent=101@1010 root=100@1000",
+				"fork 103@1030 parent=102@1020 root=100@1000",
+			},
+			members: []string{"100@1000", "101@1010", "102@1020", "103@1030"},
+		},
+		{
+			// 102 was seen once under a parent never adopted (lost during
+			// the scan, then dead); reparented to this process, it is an
+			// orphan of the spawned root like any other.
+			name:  "a process seen before is judged when it reparents to us",
+			roots: []string{"spawned 100@1000"},
+			scans: [][]string{
+				{"100@1000 ppid=50"},
+				{"100@1000 ppid=50", "101@1010 ppid=100 parentlost", "102@1020 ppid=101"},
+				{"100@1000 ppid=50", "102@1020 ppid=50"},
+			},
+			events:  []string{"fork 102@1020 parent=0@0 root=100@1000", "exec 102@1020 sh"},
+			members: []string{"100@1000", "102@1020"},
+		},
+		{
+			name:  "a stranger seen before stays a stranger",
+			roots: []string{"spawned 100@1000"},
+			scans: [][]string{
+				{"100@1000 ppid=50", "300@900 ppid=1"},
+				{"100@1000 ppid=50", "300@900 ppid=1"},
+				{"100@1000 ppid=50", "300@900 ppid=1"},
+			},
+			members: []string{"100@1000"},
+		},
+		{
 			name:  "a member's child, its parent confirmed",
 			roots: []string{"100@1000"},
 			scans: [][]string{
