@@ -118,6 +118,7 @@ class ClientTest(unittest.TestCase):
         with self.client.events(s, timeout=30) as stream:
             header = next(stream)
             self.assertEqual(header["schema"], "lineage-record")
+            self.assertEqual(header["build"]["version"], header["lineage"])
             t = threading.Thread(target=self.client.run, args=(["sh", "-c", "/bin/true " + MARK], s))
             t.start()
             for ev in stream:

@@ -197,6 +197,12 @@ func TestServeMetrics(t *testing.T) {
 	if v := m.value(t, "lineage_roots"); v != 0 {
 		t.Errorf("roots %v once the reaped root is forgotten", v)
 	}
+	if v := m.value(t, "lineage_tracked_processes"); v != 0 {
+		t.Errorf("tracked processes %v once the lineage is reaped and forgotten", v)
+	}
+	if v := m.value(t, "lineage_events_total", "kind", "exit"); v < 2 {
+		t.Errorf("events{exit} = %v after sh exited and the sleeper was reaped", v)
+	}
 	stormUntilLoss(t, d, mark)
 	d.do("POST", "/v1/sessions/m/close", nil, &end)
 	if v := scrape(t, d, addr).value(t, "lineage_sessions"); v != 0 {
@@ -234,5 +240,31 @@ func TestServeMetricsBadFlags(t *testing.T) {
 		if _, err := net.Dial("unix", sock); err == nil {
 			t.Errorf("serve %v: listens on the socket after failing", args)
 		}
+	}
+}
+
+// With the proc backend, tracked processes are counted per root, and there
+// is no membership map to show.
+func TestServeMetricsProc(t *testing.T) {
+	d := startDaemon(t, "", "--backend", "proc")
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	if _, ok := scrape(t, d, "")["lineage_members_map_capacity"]; ok {
+		t.Error("proc backend: a membership map capacity")
+	}
+	d.execRoot("p", "autonomous", fmt.Sprintf("setsid sleep %s & sleep 0.2", testutil.Sleep(mark)))
+	left := atLeastSleepers(t, mark, 1)
+	if v := scrape(t, d, "").value(t, "lineage_tracked_processes"); v < 1 {
+		t.Errorf("tracked processes %v with a sleeper tracked", v)
+	}
+	var end server.Ended
+	d.do("POST", "/v1/sessions/p/close", nil, &end)
+	allGone(t, left)
+	m := scrape(t, d, "")
+	if v := m.value(t, "lineage_tracked_processes"); v != 0 {
+		t.Errorf("tracked processes %v after the close", v)
+	}
+	if v := m.value(t, "lineage_reaps_total", "decision", "reap", "result", "complete"); v != 1 {
+		t.Errorf("reaps{reap,complete} = %v after the close", v)
 	}
 }
