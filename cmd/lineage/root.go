@@ -40,6 +40,8 @@ lineage polls /proc instead.`,
 		Version:       buildinfo.Get().String(),
 	}
 	root.SetVersionTemplate("lineage {{.Version}}\n")
+	// No -v shorthand: -v says "verbose" everywhere else.
+	root.Flags().Bool("version", false, "print the version, as lineage version does")
 	root.SetIn(s.in)
 	root.SetOut(s.out)
 	root.SetErr(s.err)

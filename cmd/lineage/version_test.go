@@ -45,6 +45,10 @@ func TestVersion(t *testing.T) {
 	if _, err := newRootCmdArgs("version", "extra"); err == nil {
 		t.Error("version with an argument: no error")
 	}
+	// -v means verbose elsewhere; on its own it is no version flag.
+	if out, err := newRootCmdArgs("-v"); err == nil {
+		t.Errorf("lineage -v: no error (%q)", out)
+	}
 }
 
 func newRootCmdArgs(args ...string) (string, error) {

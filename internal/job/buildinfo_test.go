@@ -16,7 +16,7 @@ func TestReportNamesTheBuild(t *testing.T) {
 	var quiet, verbose bytes.Buffer
 	r.WriteText(&quiet, TextOptions{})
 	r.WriteText(&verbose, TextOptions{Verbose: true})
-	want := "lineage: lineage v9.9.9-1-gabc (commit abcdef012345, go1.99, bpf 0123456789ab)\n"
+	want := "lineage: version v9.9.9-1-gabc (commit abcdef012345, go1.99, bpf 0123456789ab)\n"
 	if !strings.Contains(verbose.String(), want) {
 		t.Errorf("-v report lacks %q:\n%s", want, verbose.String())
 	}
