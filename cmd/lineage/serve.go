@@ -63,7 +63,7 @@ LINEAGE_REAPING=off in the daemon's environment wins over --reaping.`,
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "say more")
 	f.StringVar(&o.MetricsListen, "metrics-listen", "", "also serve /metrics over TCP on this address (host:port); it needs no authorisation")
 	f.Uint32Var(&o.MaxMembers, "max-members", loader.DefaultMaxMembers, "bpf backend: how many processes can be tracked at once, across all sessions")
-	f.Uint32Var(&o.RingBytes, "ring-bytes", 1<<20, "bpf backend: size of the event ring buffer, a power of two of at least a page; events that don't fit are counted as lost")
+	f.Uint32Var(&o.RingBytes, "ring-bytes", loader.DefaultRingBytes, "bpf backend: size of the event ring buffer, a power of two of at least a page; events that don't fit are counted as lost")
 	return cmd
 }
 
