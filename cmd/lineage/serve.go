@@ -47,6 +47,9 @@ Unix socket (curl --unix-socket SOCKET http://x/v1/...; see docs/api.md),
 authorises callers by their uid, and keeps sessions, roots and keeps in
 --state-dir so that a restarted daemon picks them up again.
 
+GET /metrics answers Prometheus metrics (lineage_*; no pid or session
+labels) to whoever reaches the socket, and with --metrics-listen over TCP.
+
 LINEAGE_REAPING=off in the daemon's environment wins over --reaping.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(o) },
