@@ -252,10 +252,20 @@ func TestServeMetricsProc(t *testing.T) {
 	if _, ok := scrape(t, d, "")["lineage_members_map_capacity"]; ok {
 		t.Error("proc backend: a membership map capacity")
 	}
-	d.execRoot("p", "autonomous", fmt.Sprintf("setsid sleep %s & sleep 0.2", testutil.Sleep(mark)))
+	// The root lives on, so that the sleeper stays its child until a scan
+	// of /proc has seen it (a busy machine may make the scans slow).
+	d.startExec("p", "autonomous", "sh", "-c", fmt.Sprintf("sleep %s & wait", testutil.Sleep(mark)))
 	left := atLeastSleepers(t, mark, 1)
-	if v := scrape(t, d, "").value(t, "lineage_tracked_processes"); v < 1 {
-		t.Errorf("tracked processes %v with a sleeper tracked", v)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v := scrape(t, d, "").value(t, "lineage_tracked_processes")
+		if v >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tracked processes %v with the root and its sleeper tracked", v)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	var end server.Ended
 	d.do("POST", "/v1/sessions/p/close", nil, &end)
