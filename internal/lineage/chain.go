@@ -73,18 +73,35 @@ func (t *Tree) Chain(id Identity) []Link {
 	seen := make(map[Identity]bool)
 	for cur := id; !cur.IsZero() && !seen[cur]; {
 		seen[cur] = true
-		m, ok := t.members[cur]
+		l, next, ok := t.up(cur)
 		if !ok {
 			break
 		}
-		next, skipped := t.above(cur)
-		out = append(out, Link{Member: clone(m), Skipped: skipped})
-		if cur == m.Root {
+		out = append(out, l)
+		if cur == l.Root {
 			break
 		}
 		cur = next
 	}
 	return out
+}
+
+// Up returns what the tree knows of id as a link of its chain, and the
+// member that comes next in that chain (its lineage parent, or the nearest
+// ancestor kept past skipped ones). ok is false when the tree doesn't know id.
+func (t *Tree) Up(id Identity) (l Link, next Identity, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.up(id)
+}
+
+func (t *Tree) up(id Identity) (Link, Identity, bool) {
+	m, ok := t.members[id]
+	if !ok {
+		return Link{}, Identity{}, false
+	}
+	next, skipped := t.above(id)
+	return Link{Member: clone(m), Skipped: skipped}, next, true
 }
 
 // Forget drops root's whole lineage from the tree, and ignores the events

@@ -173,6 +173,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/v1/keeps", methods{"POST": s.addKeep})
 	mux.Handle("/v1/events", methods{"GET": s.events})
 	mux.Handle("/v1/status", methods{"GET": s.status})
+	mux.Handle("/v1/why/{process}", methods{"GET": s.why})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound("no endpoint %s", r.URL.Path))
 	})
