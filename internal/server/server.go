@@ -29,6 +29,8 @@ type Options struct {
 	Linger, Grace time.Duration
 	// Log receives notes for people; nil discards them.
 	Log io.Writer
+	// Record asks for one record per session.
+	Record RecordOptions
 }
 
 // Server holds the tracker, the sessions and their roots and keeps. Open
@@ -51,6 +53,8 @@ type Server struct {
 	closing     sync.Once
 	closeErr    error
 	stopSave    chan struct{}
+	// records, if set, writes each session's record (records.go).
+	records *records
 }
 
 // Open opens the tracker and restores the sessions saved in the state
@@ -80,7 +84,13 @@ func Open(opts Options) (*Server, error) {
 	if s.tracker, err = job.OpenTracker(topts); err != nil {
 		return nil, err
 	}
+	if err := s.startRecords(); err != nil {
+		s.tracker.Close()
+		return nil, err
+	}
 	if err := s.restore(); err != nil {
+		s.hub.close()
+		s.records.wait()
 		s.tracker.Close()
 		return nil, err
 	}
@@ -118,6 +128,7 @@ func (s *Server) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	s.hub.close()
+	s.records.wait()
 	close(s.stopSave)
 	_ = s.http.Shutdown(ctx)
 	s.mu.Lock()
