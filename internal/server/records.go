@@ -79,7 +79,7 @@ func (s *Server) startRecords() error {
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return fmt.Errorf("record dir: %w", err)
 	}
-	fd, err := unix.Open(o.Dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open(o.Dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("record dir %s: %w", o.Dir, err)
 	}
@@ -195,7 +195,7 @@ func statsSince(now, base loader.Stats) loader.Stats {
 // prune removes the oldest files of closed sessions while the directory
 // holds more than keep records.
 func (r *records) prune() {
-	entries, err := os.ReadDir(r.dir.Name())
+	entries, err := r.list()
 	if err != nil {
 		r.s.note("lineage: record dir: %v\n", err)
 		return
@@ -226,6 +226,18 @@ func (r *records) prune() {
 		}
 		total--
 	}
+}
+
+// list reads the directory through the descriptor opened at the start,
+// wherever its path points now.
+func (r *records) list() ([]os.DirEntry, error) {
+	fd, err := unix.Openat(int(r.dir.Fd()), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	d := os.NewFile(uintptr(fd), r.dir.Name())
+	defer d.Close()
+	return d.ReadDir(-1)
 }
 
 // closeLater closes session's record once the late events of its roots
