@@ -41,7 +41,9 @@ func (j *Job) Why(id lineage.Identity) (steps []Step, ok bool, err error) {
 	for _, m := range ms {
 		live[m.Identity] = m
 	}
-	for cur := id; !cur.IsZero() && len(steps) <= lineage.MaxExitedKept+len(live); {
+	seen := make(map[lineage.Identity]bool)
+	for cur := id; !cur.IsZero() && !seen[cur]; {
+		seen[cur] = true
 		st, next, found := j.step(cur, live)
 		if !found {
 			break
