@@ -98,8 +98,14 @@ func TestServeRecordDirRecordsEachSession(t *testing.T) {
 		fs := recordFiles(t, dir)
 		return len(fs) > 0 && strings.HasSuffix(fs[len(fs)-1], "-open1.jsonl")
 	})
-	waitFor(t, "the directory pruned to 3 files", func() bool {
-		fs := recordFiles(t, dir)
+	var fs []string
+	defer func() {
+		if t.Failed() {
+			t.Logf("record files: %v", fs)
+		}
+	}()
+	waitFor(t, "the directory pruned to 3 files: b2, b3 and open1", func() bool {
+		fs = recordFiles(t, dir)
 		return len(fs) == 3 && strings.HasSuffix(fs[0], "-b2.jsonl") && strings.HasSuffix(fs[1], "-b3.jsonl")
 	})
 	d.do("POST", "/v1/sessions/open1/close", nil, nil)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -56,6 +57,12 @@ type records struct {
 	ctl  chan string
 	done chan struct{}
 	open map[string]*sessionRecord
+
+	// closing counts, per session, the closes not yet carried out: a
+	// session that closed before its first event reached the writer still
+	// gets its record. Guarded by mu, never held across I/O.
+	mu      sync.Mutex
+	closing map[string]int
 }
 
 // sessionRecord is one session's open record.
@@ -87,7 +94,7 @@ func (s *Server) startRecords() error {
 		s: s, dir: os.NewFile(uintptr(fd), o.Dir), keep: o.Keep,
 		sub: s.hub.subscribeSize("", recordBuffer),
 		ctl: make(chan string), done: make(chan struct{}),
-		open: make(map[string]*sessionRecord),
+		open: make(map[string]*sessionRecord), closing: make(map[string]int),
 	}
 	if r.keep == 0 {
 		r.keep = DefaultRecordKeep
@@ -120,6 +127,7 @@ func (r *records) run() {
 		case id := <-r.ctl:
 			r.finish(id)
 			r.prune()
+			r.closed(id)
 		}
 	}
 }
@@ -131,7 +139,7 @@ func (r *records) write(it item) {
 	}
 	sr := r.open[it.session]
 	if sr == nil {
-		if !r.s.sessionOpen(it.session) {
+		if !r.s.sessionOpen(it.session) && !r.isClosing(it.session) {
 			return // a closed session's late events
 		}
 		var err error
@@ -246,12 +254,30 @@ func (r *records) closeLater(session string) {
 	if r == nil {
 		return
 	}
+	r.mu.Lock()
+	r.closing[session]++
+	r.mu.Unlock()
 	time.AfterFunc(eventsAfterForget, func() {
 		select {
 		case r.ctl <- session:
 		case <-r.done:
 		}
 	})
+}
+
+func (r *records) isClosing(session string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closing[session] > 0
+}
+
+// closed counts one close of session as carried out.
+func (r *records) closed(session string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closing[session]--; r.closing[session] <= 0 {
+		delete(r.closing, session)
+	}
 }
 
 // wait waits for the records to be closed, after the hub closed.

@@ -53,6 +53,8 @@ type Server struct {
 	closing     sync.Once
 	closeErr    error
 	stopSave    chan struct{}
+	// saving is the save loop, waited for before the tracker closes.
+	saving sync.WaitGroup
 	// records, if set, writes each session's record (records.go).
 	records *records
 }
@@ -96,7 +98,11 @@ func Open(opts Options) (*Server, error) {
 	}
 	s.stopSave = make(chan struct{})
 	if s.state != nil {
-		go s.saveLoop(s.stopSave)
+		s.saving.Add(1)
+		go func() {
+			defer s.saving.Done()
+			s.saveLoop(s.stopSave)
+		}()
 	}
 	s.http = &http.Server{
 		Handler:           s.routes(),
@@ -130,6 +136,7 @@ func (s *Server) close() error {
 	s.hub.close()
 	s.records.wait()
 	close(s.stopSave)
+	s.saving.Wait()
 	_ = s.http.Shutdown(ctx)
 	s.mu.Lock()
 	for _, se := range s.sessions {
