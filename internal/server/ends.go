@@ -149,6 +149,7 @@ func (s *Server) closeSession(ctx context.Context, id string, uid uint32) Ended 
 		delete(s.sessions, id)
 	}
 	s.mu.Unlock()
+	s.records.closeLater(id)
 	s.save()
 	return out
 }
