@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/lineage-dev/lineage/internal/client"
 	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/reap"
@@ -30,7 +33,13 @@ type serveOptions struct {
 	Grace       time.Duration
 	Linger      time.Duration
 	Verbose     bool
+	MaxMembers  uint32
+	PinDir      string
+	Uninstall   bool
 }
+
+// pinNone is the --pin-dir value that turns pinning off.
+const pinNone = "none"
 
 func newCmdServe(s streams) *cobra.Command {
 	o := &serveOptions{s: s}
@@ -42,9 +51,32 @@ Unix socket (curl --unix-socket SOCKET http://x/v1/...; see docs/api.md),
 authorises callers by their uid, and keeps sessions, roots and keeps in
 --state-dir so that a restarted daemon picks them up again.
 
+With the bpf backend the tracker is pinned under --pin-dir (bpffs is mounted
+at /sys/fs/bpf if it is not yet): its maps and program links stay in the
+kernel when the daemon exits, however it exits, so tracking never stops. A
+restarted daemon takes the pinned tracker over: members forked while it was
+down are members, the event ring buffer resumes where it stopped, and what
+overflowed meanwhile is counted as lost. The pinned membership map keeps its
+size: --max-members applies only when nothing is pinned. The daemon's death
+kills nothing. A new lineage whose pinned layout differs moves the members of
+the old set into a new one, then unpins the old one. --pin-dir none loads a
+tracker that ends with the daemon (members forked while it is down are then
+lost; roots that still run are adopted again from /proc on restart).
+
+--uninstall unpins every tracker under --pin-dir and exits. Stop the daemon
+first (it refuses while one answers on --socket): once unpinned, nothing
+tracks the lineages of open sessions. Their processes keep running,
+untracked; a later 'lineage serve' loads a new tracker and adopts the roots
+that still run, from /proc, as --pin-dir none would.
+
 LINEAGE_REAPING=off in the daemon's environment wins over --reaping.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Uninstall {
+				return runUninstall(o)
+			}
+			return runServe(o)
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Socket, "socket", "", "where to listen (default $"+client.EnvSocket+", else "+server.DefaultSocket+")")
@@ -56,6 +88,9 @@ LINEAGE_REAPING=off in the daemon's environment wins over --reaping.`,
 	f.DurationVar(&o.Grace, "grace", reap.DefaultGrace, "time between SIGTERM and SIGKILL")
 	f.DurationVar(&o.Linger, "linger", 0, "time leftovers get to exit by themselves before a reap")
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "say more")
+	f.Uint32Var(&o.MaxMembers, "max-members", loader.DefaultMaxMembers, "bpf backend: how many processes can be tracked at once (a pinned tracker keeps its size)")
+	f.StringVar(&o.PinDir, "pin-dir", loader.DefaultPinRoot, "where the bpf tracker is pinned, on bpffs; "+pinNone+" to not pin")
+	f.BoolVar(&o.Uninstall, "uninstall", false, "unpin the tracker under --pin-dir, and exit")
 	return cmd
 }
 
@@ -76,8 +111,17 @@ func (o *serveOptions) options() (server.Options, server.ListenOptions, error) {
 	if err != nil || mode > 0o777 {
 		return server.Options{}, server.ListenOptions{}, fmt.Errorf("--socket-mode %q: want octal permission bits", o.SocketMode)
 	}
+	if err := loader.ValidateMaxMembers(o.MaxMembers); err != nil {
+		return server.Options{}, server.ListenOptions{}, fmt.Errorf("--max-members: %w", err)
+	}
+	pin, err := o.pinRoot()
+	if err != nil {
+		return server.Options{}, server.ListenOptions{}, err
+	}
 	opts := server.Options{
-		Tracker:  job.TrackerOptions{Backend: backend, Log: o.s.err, Verbose: o.Verbose},
+		Tracker: job.TrackerOptions{
+			Backend: backend, MaxMembers: o.MaxMembers, PinRoot: pin, Log: o.s.err, Verbose: o.Verbose,
+		},
 		StateDir: o.StateDir,
 		Reaping:  policy.ResolveReaping(env, policy.Setting{Source: "--reaping", Switch: flag}),
 		Grace:    o.Grace,
@@ -113,4 +157,36 @@ func runServe(o *serveOptions) error {
 	err = srv.Serve(ln)
 	srv.Close()
 	return err
+}
+
+// pinRoot is --pin-dir: "" for none.
+func (o *serveOptions) pinRoot() (string, error) {
+	switch {
+	case o.PinDir == pinNone:
+		return "", nil
+	case !filepath.IsAbs(o.PinDir):
+		return "", fmt.Errorf("--pin-dir %q: %w: want an absolute path on bpffs, or %s", o.PinDir, lineage.ErrInvalid, pinNone)
+	}
+	return filepath.Clean(o.PinDir), nil
+}
+
+// runUninstall unpins the tracker, unless a daemon still answers.
+func runUninstall(o *serveOptions) error {
+	pin, err := o.pinRoot()
+	if err != nil {
+		return err
+	}
+	if pin == "" {
+		return fmt.Errorf("--uninstall: %w: --pin-dir %s names nothing to unpin", lineage.ErrInvalid, pinNone)
+	}
+	sock := client.Socket(o.Socket)
+	if c, err := net.Dial("unix", sock); err == nil {
+		c.Close()
+		return fmt.Errorf("--uninstall: a daemon is serving on %s: stop it first", sock)
+	}
+	if err := loader.Unpin(pin); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.s.err, "lineage: unpinned the tracker under %s: nothing tracks the open sessions' processes now\n", pin)
+	return nil
 }

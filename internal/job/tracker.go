@@ -27,6 +27,10 @@ type TrackerOptions struct {
 	// OnFull says what the bpf backend does with a process its full map
 	// can't track; "" is [loader.OnFullKill].
 	OnFull loader.OnFull
+	// PinRoot, when set, pins the bpf backend's tracker there (see
+	// [loader.BPFOptions]): it outlives the process, and the next tracker
+	// with the same PinRoot takes it over. Only `lineage serve` pins.
+	PinRoot string
 	// Interval is the proc backend's time between scans; zero adapts.
 	Interval time.Duration
 	// Log receives notes for people ("lineage: ..." lines); nil discards
@@ -93,7 +97,7 @@ func OpenTracker(opts TrackerOptions) (*Tracker, error) {
 	}
 	t.children = supervise.WatchChildren()
 	t.backend, t.choice, err = loader.Open(opts.Backend, loader.Options{
-		BPF:  &loader.BPFOptions{MaxMembers: opts.MaxMembers, OnFull: opts.OnFull},
+		BPF:  &loader.BPFOptions{MaxMembers: opts.MaxMembers, OnFull: opts.OnFull, PinRoot: opts.PinRoot},
 		Proc: &loader.ProcOptions{Interval: opts.Interval, Reaper: t.children},
 	})
 	if err != nil {
@@ -106,6 +110,7 @@ func OpenTracker(opts TrackerOptions) (*Tracker, error) {
 		return nil, err
 	}
 	t.detail("lineage: backend %s\n", t.choice)
+	t.notePinned()
 	t.startEvents()
 	return t, nil
 }
