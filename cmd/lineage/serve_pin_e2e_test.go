@@ -125,3 +125,31 @@ func TestServeRestartKeepsThePinnedSize(t *testing.T) {
 		t.Errorf("stderr %q: want a note that says %q", d.stderr, want)
 	}
 }
+
+// With the tracker pinned, a root that exits while no daemon runs stays its
+// lineage's root after the restart, its leftovers its members, and a turn
+// end reaps them.
+func TestServeRestartKeepsAGoneRootsLineage(t *testing.T) {
+	d := startDaemon(t, "")
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	dir := t.TempDir()
+	trigger := filepath.Join(dir, "exit-now")
+	d.startExec("gone", "autonomous", "sh", "-c", fmt.Sprintf(
+		"setsid sleep %s & while [ ! -e %s ]; do sleep 0.05; done", testutil.Sleep(mark), trigger))
+	left := atLeastSleepers(t, mark, 1)
+	root := d.waitRoots("gone", 1).Roots[0].Root
+	d.kill9()
+	if err := os.WriteFile(trigger, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !testutil.WaitGone(int(root.PID), root.StartTicks, 20*time.Second) {
+		t.Fatalf("root %s did not exit", root)
+	}
+	d.start()
+	if s := d.waitRoots("gone", 1); s.Roots[0].Root != root {
+		t.Fatalf("restored roots %+v, want the gone root %s", s.Roots, root)
+	}
+	d.do("POST", "/v1/sessions/gone/turn-end", nil, nil)
+	allGone(t, left)
+}
