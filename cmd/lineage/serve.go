@@ -58,10 +58,11 @@ restarted daemon takes the pinned tracker over: members forked while it was
 down are members, the event ring buffer resumes where it stopped, and what
 overflowed meanwhile is counted as lost. The pinned membership map keeps its
 size: --max-members applies only when nothing is pinned. The daemon's death
-kills nothing. A new lineage whose pinned layout differs moves the members of
-the old set into a new one, then unpins the old one. --pin-dir none loads a
-tracker that ends with the daemon (members forked while it is down are then
-lost; roots that still run are adopted again from /proc on restart).
+kills nothing. A daemon whose layout version differs from the pinned set's
+(an upgrade) loads its own set beside it, moves the members over, then
+unpins the old set. --pin-dir none loads a tracker that ends with the daemon
+(members forked while it is down are then lost; roots that still run are
+adopted again from /proc on restart); the proc backend pins nothing.
 
 --uninstall unpins every tracker under --pin-dir and exits. Stop the daemon
 first (it refuses while one answers on --socket): once unpinned, nothing
