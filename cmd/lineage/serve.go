@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -65,7 +64,7 @@ unpins the old set. --pin-dir none loads a tracker that ends with the daemon
 adopted again from /proc on restart); the proc backend pins nothing.
 
 --uninstall unpins every tracker under --pin-dir and exits. Stop the daemon
-first (it refuses while one answers on --socket): once unpinned, nothing
+first (it refuses while one holds the tracker): once unpinned, nothing
 tracks the lineages of open sessions. Their processes keep running,
 untracked; a later 'lineage serve' loads a new tracker and adopts the roots
 that still run, from /proc, as --pin-dir none would.
@@ -171,7 +170,7 @@ func (o *serveOptions) pinRoot() (string, error) {
 	return filepath.Clean(o.PinDir), nil
 }
 
-// runUninstall unpins the tracker, unless a daemon still answers.
+// runUninstall unpins the tracker; the loader refuses while a daemon holds it.
 func runUninstall(o *serveOptions) error {
 	pin, err := o.pinRoot()
 	if err != nil {
@@ -179,11 +178,6 @@ func runUninstall(o *serveOptions) error {
 	}
 	if pin == "" {
 		return fmt.Errorf("--uninstall: %w: --pin-dir %s names nothing to unpin", lineage.ErrInvalid, pinNone)
-	}
-	sock := client.Socket(o.Socket)
-	if c, err := net.Dial("unix", sock); err == nil {
-		c.Close()
-		return fmt.Errorf("--uninstall: a daemon is serving on %s: stop it first", sock)
 	}
 	if err := loader.Unpin(pin); err != nil {
 		return err

@@ -77,7 +77,7 @@ func (d *daemon) start(args ...string) {
 	}
 	d.done = make(chan error, 1)
 	go func() { d.done <- d.cmd.Wait() }()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		// Serving once the tracker is open, the notes it prints included:
 		// the socket listens earlier.
@@ -90,7 +90,7 @@ func (d *daemon) start(args ...string) {
 		default:
 		}
 		if time.Now().After(deadline) {
-			d.t.Fatalf("lineage serve did not serve within 10s\n%s", d.stderr)
+			d.t.Fatalf("lineage serve did not serve within 60s (loading the tracker included)\n%s", d.stderr)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -96,7 +96,7 @@ func TestServeUninstallUnpins(t *testing.T) {
 	d := startDaemon(t, "")
 	set := filepath.Join(d.pin, fmt.Sprintf("v%d", loader.LayoutVersion))
 	uninstall := func() (string, error) {
-		cmd := lineageCmd("serve", "--uninstall", "--pin-dir", d.pin, "--socket", d.sock)
+		cmd := lineageCmd("serve", "--uninstall", "--pin-dir", d.pin)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}

@@ -9,6 +9,7 @@ import (
 type pinnedBackend interface {
 	Pinned() (loader.Pinned, bool)
 	IsRoot(lineage.Identity) bool
+	Uncontain(lineage.Identity) error
 	Stats() (loader.Stats, error)
 }
 
@@ -45,11 +46,15 @@ func (t *Tracker) notePinned() {
 // Resume takes id back as a root of the tracker, as after a restart of its
 // holder: when a pinned tracker has it registered already, its lineage is
 // as the kernel kept it, nothing is adopted, and id may have exited (its
-// members remain its lineage). Otherwise it is [Tracker.Register]ed.
+// members remain its lineage). A reap the last holder died in is over: the
+// lineage may fork again. Otherwise id is [Tracker.Register]ed.
 func (t *Tracker) Resume(id lineage.Identity, opts RegisterOptions) (*Job, error) {
 	b, ok := t.backend.(pinnedBackend)
 	if !ok || !b.IsRoot(id) {
 		return t.Register(id, opts)
+	}
+	if err := b.Uncontain(id); err != nil {
+		t.note("lineage: root %s: %v\n", id, err)
 	}
 	return t.registered(id, opts), nil
 }

@@ -99,8 +99,10 @@ type BPF struct {
 	loaded Loaded
 	// bss is the program's .bss map, which a pinned set shares.
 	bss *ebpf.Map
-	// pinned is set when the tracker is pinned.
-	pinned *Pinned
+	// pinned is set when the tracker is pinned; pinLock, an flock on the
+	// pin root, keeps other trackers from taking the set over meanwhile.
+	pinned  *Pinned
+	pinLock *os.File
 
 	// spawnMu serialises Spawn: one armed thread at a time.
 	spawnMu sync.Mutex
@@ -272,6 +274,9 @@ func (b *BPF) Close() error {
 		errs = append(errs, b.objs.Close())
 		if b.bss != nil {
 			errs = append(errs, b.bss.Close())
+		}
+		if b.pinLock != nil {
+			errs = append(errs, b.pinLock.Close())
 		}
 	})
 	return errors.Join(errs...)

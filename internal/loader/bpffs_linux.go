@@ -41,14 +41,11 @@ func mountBPFFS() error {
 	if isBPFFS(bpffsMount) {
 		return nil
 	}
-	d, err := os.Open(bpffsMount)
+	lock, err := lockDir(bpffsMount, true)
 	if err != nil {
 		return fmt.Errorf("mount bpffs: %w", err)
 	}
-	defer d.Close()
-	if err := unix.Flock(int(d.Fd()), unix.LOCK_EX); err != nil {
-		return fmt.Errorf("mount bpffs: lock: %w", err)
-	}
+	defer lock.Close()
 	// Checked again under the lock: another process may have mounted it.
 	if isBPFFS(bpffsMount) {
 		return nil
@@ -57,4 +54,23 @@ func mountBPFFS() error {
 		return fmt.Errorf("mount bpffs at %s: %w", bpffsMount, err)
 	}
 	return nil
+}
+
+// lockDir takes an exclusive lock on the directory dir, held until the
+// returned file is closed. With wait false, it fails at once, wrapping
+// unix.EWOULDBLOCK, when another process holds the lock.
+func lockDir(dir string, wait bool) (*os.File, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
+	}
+	how := unix.LOCK_EX
+	if !wait {
+		how |= unix.LOCK_NB
+	}
+	if err := unix.Flock(int(d.Fd()), how); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
+	}
+	return d, nil
 }

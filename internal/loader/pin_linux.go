@@ -13,6 +13,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
@@ -176,6 +177,16 @@ func (b *BPF) openPinned(spec *ebpf.CollectionSpec, kernel *btf.Spec, f Features
 	if err := ensureBPFFS(root); err != nil {
 		return err
 	}
+	// One tracker at a time: two would install a set twice, or both
+	// consume one ring buffer. The lock goes with the process.
+	lock, err := lockDir(root, false)
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		return fmt.Errorf("pin dir %s: another tracker holds it (is a lineage serve running?)", root)
+	}
+	if err != nil {
+		return err
+	}
+	b.pinLock = lock
 	version := b.opts.layout
 	if version == 0 {
 		version = LayoutVersion
@@ -259,13 +270,14 @@ func (b *BPF) reuse(spec *ebpf.CollectionSpec, dir string, v layoutValue, f Feat
 	b.pinned.Reused, b.pinned.MaxMembers = true, replace[lineageMapMembers].MaxEntries()
 	b.opts.MaxMembers = b.pinned.MaxMembers
 	b.opts.RingBytes = replace[lineageMapEvents].MaxEntries()
+	b.opts.MaxRoots = replace[lineageMapRoots].MaxEntries()
 	var objs struct {
 		lineageMaps
 		lineageVariables
 		Bss *ebpf.Map `ebpf:".bss"`
 	}
 	if err := spec.LoadAndAssign(&objs, &ebpf.CollectionOptions{MapReplacements: replace}); err != nil {
-		return fmt.Errorf("pinned set %s: %w", dir, err)
+		return fmt.Errorf("pinned set %s does not match this binary's layout %d (lineage serve --uninstall starts afresh): %w", dir, LayoutVersion, err)
 	}
 	b.objs.lineageMaps, b.objs.lineageVariables, b.bss = objs.lineageMaps, objs.lineageVariables, objs.Bss
 	if err := b.reuseLinks(dir); err != nil {
@@ -355,15 +367,22 @@ func removeSet(dir string) error {
 }
 
 // Unpin removes every tracker set pinned under root, of any layout, and
-// root itself when that leaves it empty. A set's programs detach, and its
-// lineages are tracked no more, once no running tracker holds them: the
-// processes live on, untracked. Nothing under root is touched that is not
-// a set's directory. Unpinning what is not there is no error.
+// root itself when that leaves it empty. Their programs detach and their
+// lineages are tracked no more: the processes live on, untracked. It
+// refuses while a tracker has root open. Nothing under root is touched that
+// is not a set's directory. Unpinning what is not there is no error.
 func Unpin(root string) error {
-	entries, err := os.ReadDir(root)
-	if errors.Is(err, os.ErrNotExist) {
+	lock, err := lockDir(root, false)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return nil
+	case errors.Is(err, unix.EWOULDBLOCK):
+		return fmt.Errorf("unpin %s: a running tracker holds it: stop it first", root)
+	case err != nil:
+		return fmt.Errorf("unpin: %w", err)
 	}
+	defer lock.Close()
+	entries, err := os.ReadDir(root)
 	if err != nil {
 		return fmt.Errorf("unpin %s: %w", root, err)
 	}

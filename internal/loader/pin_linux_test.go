@@ -148,3 +148,27 @@ func TestPinnedSetKeepsItsSize(t *testing.T) {
 		t.Errorf("unpinning nothing: %v", err)
 	}
 }
+
+// One tracker at a time holds a pin root: a second one, and Unpin, are
+// refused while the first is open, and change nothing.
+func TestPinnedSetIsHeldByOneTracker(t *testing.T) {
+	root := testutil.PinRoot(t)
+	b := openPinned(t, BPFOptions{PinRoot: root})
+	if second, err := OpenBPF(&BPFOptions{PinRoot: root}); err == nil {
+		second.Close()
+		t.Fatal("a second tracker opened a held pin root")
+	}
+	if err := Unpin(root); err == nil {
+		t.Fatal("Unpin of a held pin root succeeded")
+	}
+	p, _ := b.Pinned()
+	if _, err := readLayout(p.Dir); err != nil {
+		t.Fatalf("after the refusals: %v, want the set still pinned", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Unpin(root); err != nil {
+		t.Fatalf("Unpin once closed: %v", err)
+	}
+}
