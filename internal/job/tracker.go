@@ -134,7 +134,8 @@ func (t *Tracker) Drain() {
 }
 
 // Close drains the events and closes the backend: nothing is tracked once
-// it returns. Jobs registered to die with their supervisor live on.
+// it returns, unless the tracker is pinned (TrackerOptions.PinRoot), which
+// the kernel runs on. Jobs registered to die with their supervisor live on.
 func (t *Tracker) Close() error {
 	t.Drain()
 	err := t.backend.Close()

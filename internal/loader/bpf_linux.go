@@ -87,7 +87,8 @@ func (o *BPFOptions) withDefaults() BPFOptions {
 
 // BPF is the backend that keeps membership in the kernel. Create it with
 // [OpenBPF] and Close it when done: the program stays attached, and the
-// machine pays its per-fork cost, until then. Keep it reachable while it
+// machine pays its per-fork cost, until then (and, when it is pinned, until
+// [Unpin]). Keep it reachable while it
 // must track: its file descriptors close, and tracking stops, if the
 // garbage collector finalizes it.
 type BPF struct {
