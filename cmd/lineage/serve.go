@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -32,9 +33,12 @@ type serveOptions struct {
 	Grace       time.Duration
 	Linger      time.Duration
 	Verbose     bool
-	MaxMembers  uint32
-	PinDir      string
-	Uninstall   bool
+	// MetricsListen is a TCP address for /metrics, besides the socket.
+	MetricsListen string
+	MaxMembers    uint32
+	RingBytes     uint32
+	PinDir        string
+	Uninstall     bool
 }
 
 // pinNone is the --pin-dir value that turns pinning off.
@@ -50,14 +54,17 @@ Unix socket (curl --unix-socket SOCKET http://x/v1/...; see docs/api.md),
 authorises callers by their uid, and keeps sessions, roots and keeps in
 --state-dir so that a restarted daemon picks them up again.
 
+GET /metrics answers Prometheus metrics (lineage_*; no pid or session
+labels) to whoever reaches the socket, and with --metrics-listen over TCP.
+
 With the bpf backend the tracker is pinned under --pin-dir (bpffs is mounted
 at /sys/fs/bpf if it is not yet): its maps and program links stay in the
 kernel when the daemon exits, however it exits, so tracking never stops. A
 restarted daemon takes the pinned tracker over: members forked while it was
 down are members, the event ring buffer resumes where it stopped, and what
-overflowed meanwhile is counted as lost. The pinned membership map keeps its
-size: --max-members applies only when nothing is pinned. The daemon's death
-kills nothing. A daemon whose layout version differs from the pinned set's
+overflowed meanwhile is counted as lost. The pinned maps keep their sizes:
+--max-members and --ring-bytes apply only when nothing is pinned. The
+daemon's death kills nothing. A daemon whose layout version differs from the pinned set's
 (an upgrade) loads its own set beside it, moves the members over, then
 unpins the old set. --pin-dir none loads a tracker that ends with the daemon
 (members forked while it is down are then lost; roots that still run are
@@ -88,7 +95,9 @@ LINEAGE_REAPING=off in the daemon's environment wins over --reaping.`,
 	f.DurationVar(&o.Grace, "grace", reap.DefaultGrace, "time between SIGTERM and SIGKILL")
 	f.DurationVar(&o.Linger, "linger", 0, "time leftovers get to exit by themselves before a reap")
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "say more")
-	f.Uint32Var(&o.MaxMembers, "max-members", loader.DefaultMaxMembers, "bpf backend: how many processes can be tracked at once (a pinned tracker keeps its size)")
+	f.StringVar(&o.MetricsListen, "metrics-listen", "", "also serve /metrics over TCP on this address (host:port); it needs no authorisation")
+	f.Uint32Var(&o.MaxMembers, "max-members", loader.DefaultMaxMembers, "bpf backend: how many processes can be tracked at once, across all sessions (a pinned tracker keeps its size)")
+	f.Uint32Var(&o.RingBytes, "ring-bytes", loader.DefaultRingBytes, "bpf backend: size of the event ring buffer, a power of two of at least a page; events that don't fit are counted as lost (a pinned tracker keeps its size)")
 	f.StringVar(&o.PinDir, "pin-dir", loader.DefaultPinRoot, "where the bpf tracker is pinned, on bpffs; "+pinNone+" to not pin")
 	f.BoolVar(&o.Uninstall, "uninstall", false, "unpin the tracker under --pin-dir, and exit")
 	return cmd
@@ -107,12 +116,12 @@ func (o *serveOptions) options() (server.Options, server.ListenOptions, error) {
 	if err != nil {
 		return server.Options{}, server.ListenOptions{}, err
 	}
+	if err := loader.ValidateMaxMembers(o.MaxMembers); err != nil {
+		return server.Options{}, server.ListenOptions{}, fmt.Errorf("--max-members: %w", err)
+	}
 	mode, err := strconv.ParseUint(o.SocketMode, 8, 32)
 	if err != nil || mode > 0o777 {
 		return server.Options{}, server.ListenOptions{}, fmt.Errorf("--socket-mode %q: want octal permission bits", o.SocketMode)
-	}
-	if err := loader.ValidateMaxMembers(o.MaxMembers); err != nil {
-		return server.Options{}, server.ListenOptions{}, fmt.Errorf("--max-members: %w", err)
 	}
 	pin, err := o.pinRoot()
 	if err != nil {
@@ -120,7 +129,7 @@ func (o *serveOptions) options() (server.Options, server.ListenOptions, error) {
 	}
 	opts := server.Options{
 		Tracker: job.TrackerOptions{
-			Backend: backend, MaxMembers: o.MaxMembers, PinRoot: pin, Log: o.s.err, Verbose: o.Verbose,
+			Backend: backend, MaxMembers: o.MaxMembers, RingBytes: o.RingBytes, PinRoot: pin, Log: o.s.err, Verbose: o.Verbose,
 		},
 		StateDir: o.StateDir,
 		Reaping:  policy.ResolveReaping(env, policy.Setting{Source: "--reaping", Switch: flag}),
@@ -136,15 +145,35 @@ func runServe(o *serveOptions) error {
 	if err != nil {
 		return err
 	}
+	var mln net.Listener
+	if o.MetricsListen != "" {
+		if mln, err = net.Listen("tcp", o.MetricsListen); err != nil {
+			return fmt.Errorf("--metrics-listen: %w", err)
+		}
+	}
 	sock := client.Socket(o.Socket)
 	ln, err := server.Listen(sock, lopts)
 	if err != nil {
+		if mln != nil {
+			mln.Close()
+		}
 		return err
 	}
 	srv, err := server.Open(opts)
 	if err != nil {
 		ln.Close()
+		if mln != nil {
+			mln.Close()
+		}
 		return err
+	}
+	if mln != nil {
+		go func() {
+			if err := srv.ServeMetrics(mln); err != nil {
+				fmt.Fprintf(o.s.err, "lineage: metrics: %v\n", err)
+			}
+		}()
+		fmt.Fprintf(o.s.err, "lineage: metrics on http://%s/metrics\n", mln.Addr())
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)

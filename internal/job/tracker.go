@@ -27,6 +27,9 @@ type TrackerOptions struct {
 	// OnFull says what the bpf backend does with a process its full map
 	// can't track; "" is [loader.OnFullKill].
 	OnFull loader.OnFull
+	// RingBytes sizes the bpf backend's event ring buffer; zero means its
+	// default (see [loader.BPFOptions]).
+	RingBytes uint32
 	// PinRoot, when set, pins the bpf backend's tracker there (see
 	// [loader.BPFOptions]): it outlives the process, and the next tracker
 	// with the same PinRoot takes it over. Only `lineage serve` pins.
@@ -97,7 +100,9 @@ func OpenTracker(opts TrackerOptions) (*Tracker, error) {
 	}
 	t.children = supervise.WatchChildren()
 	t.backend, t.choice, err = loader.Open(opts.Backend, loader.Options{
-		BPF:  &loader.BPFOptions{MaxMembers: opts.MaxMembers, OnFull: opts.OnFull, PinRoot: opts.PinRoot},
+		BPF: &loader.BPFOptions{
+			MaxMembers: opts.MaxMembers, OnFull: opts.OnFull, RingBytes: opts.RingBytes, PinRoot: opts.PinRoot,
+		},
 		Proc: &loader.ProcOptions{Interval: opts.Interval, Reaper: t.children},
 	})
 	if err != nil {
