@@ -240,7 +240,7 @@ func TestServeMetricsBadFlags(t *testing.T) {
 		var out strings.Builder
 		root := newRootCmd(streams{in: strings.NewReader(""), out: &out, err: &out})
 		sock := t.TempDir() + "/s.sock"
-		root.SetArgs(append([]string{"serve", "--socket", sock, "--state-dir", t.TempDir()}, args...))
+		root.SetArgs(append([]string{"serve", "--socket", sock, "--state-dir", t.TempDir(), "--pin-dir", "none"}, args...))
 		if err := root.Execute(); err == nil {
 			t.Errorf("serve %v: no error", args)
 		}
