@@ -11,7 +11,7 @@ import (
 
 // Bad record flags are refused before anything starts.
 func TestServeRecordFlags(t *testing.T) {
-	base := serveOptions{Backend: "auto", SocketMode: "0660", RecordKeep: server.DefaultRecordKeep, MaxMembers: loader.DefaultMaxMembers, RingBytes: loader.DefaultRingBytes}
+	base := serveOptions{Backend: "auto", SocketMode: "0660", RecordKeep: server.DefaultRecordKeep, MaxMembers: loader.DefaultMaxMembers, RingBytes: loader.DefaultRingBytes, PinDir: pinNone}
 	for name, tc := range map[string]struct {
 		change func(*serveOptions)
 		ok     bool
