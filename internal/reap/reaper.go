@@ -33,7 +33,9 @@ type reaper struct {
 	stopMode bool
 	// deadline is when Options.Timeout passes, on the reaper's clock.
 	deadline time.Duration
-	rep      Report
+	// exitAt is when an exit last came in, on the reaper's clock.
+	exitAt time.Duration
+	rep    Report
 }
 
 func (r *reaper) now() time.Duration { return r.opts.Now() }
@@ -279,6 +281,9 @@ func (r *reaper) await(timeout time.Duration) error {
 	r.gen++
 	if err != nil {
 		return fmt.Errorf("wait for exits: %w", err)
+	}
+	if len(pins) > 0 {
+		r.exitAt = r.now()
 	}
 	for _, p := range pins {
 		if v, ok := r.byPin[p]; ok && (v.live || v.out.Result == Survived) {
