@@ -261,6 +261,10 @@ func (r *reaper) watch(ctx context.Context, deadline time.Duration, fresh func(*
 			}
 		}
 		if fresh != nil {
+			// Collect the exits so far first: a member gone needs no look.
+			if err := r.await(0); err != nil {
+				return err
+			}
 			r.deafCheck()
 		}
 		if now >= deadline {
