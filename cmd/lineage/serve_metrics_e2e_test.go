@@ -104,7 +104,7 @@ var allowedLabels = map[string]bool{"kind": true, "decision": true, "result": tr
 
 func checkStartup(t *testing.T, m families) {
 	t.Helper()
-	for _, name := range []string{"lineage_events_lost_total", "lineage_untracked_processes_total",
+	for _, name := range []string{"lineage_events_lost_total", "lineage_untracked_processes_total", "lineage_kernel_kills_spared_total",
 		"lineage_sessions", "lineage_roots", "lineage_tracked_processes", "lineage_reap_duration_seconds"} {
 		if v := m.value(t, name); v != 0 {
 			t.Errorf("%s = %v at startup, want 0", name, v)
