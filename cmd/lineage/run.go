@@ -34,6 +34,7 @@ type runOptions struct {
 	Interval    string
 	Verbose     bool
 	Quiet       bool
+	Standalone  bool
 
 	Command []string
 
@@ -47,6 +48,9 @@ type runOptions struct {
 	keep     policy.KeepRules
 	reaping  policy.Reaping
 	interval time.Duration
+	// daemonWide names a flag given that only a tracker of lineage's own
+	// honours (runvia.go), or is "".
+	daemonWide string
 }
 
 func newCmdRun(s streams, runF func(*runOptions) error) *cobra.Command {
@@ -124,6 +128,7 @@ was not found.`,
 	f.StringVar(&opts.Interval, "interval", "", "proc backend: time between two /proc scans (default: adapts to the machine)")
 	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "say which backend is used and why, and report every member")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing when nothing was left behind")
+	f.BoolVar(&opts.Standalone, "standalone", false, "load a tracker of lineage's own even when a daemon ('lineage serve') is reachable")
 	opts.safety.add(f)
 	opts.record.add(f)
 	return cmd
@@ -177,11 +182,13 @@ func (o *runOptions) parse(cmd *cobra.Command, getenv func(string) string) error
 		return err
 	}
 	o.reaping = policy.ResolveReaping(env, policy.Setting{Source: "--reaping", Switch: flagSwitch})
+	o.daemonWide = o.daemonWideFlag(cmd)
 	return o.record.parse()
 }
 
-// runRun runs the job, prints its report and returns the exit status that
-// the command's help documents.
+// runRun runs the job, through the daemon's tracker when one is reachable
+// and may be used (runvia.go), else with a tracker of its own, prints its
+// report and returns the exit status that the command's help documents.
 func runRun(ctx context.Context, o *runOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -195,11 +202,36 @@ func runRun(ctx context.Context, o *runOptions) error {
 		}
 		defer reportFile.Close()
 	}
-	record, err := o.record.open()
+	cfg := o.config()
+	var rep *job.Report
+	var end job.End
+	var err error
+	if runner := o.daemon(ctx); runner != nil {
+		rep, end, err = job.RunRemote(ctx, cfg, o.holder(), runner)
+		closeRunner(o, runner)
+	} else {
+		if cfg.Record, err = o.record.open(); err != nil {
+			return err
+		}
+		rep, end, err = job.Run(ctx, cfg)
+	}
+	var start *job.StartError
+	if errors.As(err, &start) {
+		fmt.Fprintf(o.s.err, "lineage: %v\n", err)
+		return exitError{start.Code}
+	}
 	if err != nil {
 		return err
 	}
-	rep, end, err := job.Run(ctx, job.Config{
+	if err := o.writeReport(rep, reportFile); err != nil {
+		fmt.Fprintf(o.s.err, "lineage: %v\n", err)
+	}
+	return exitError{o.safety.exitCode(rep, end)}
+}
+
+// config is the job as the flags describe it; its Record is left to open.
+func (o *runOptions) config() job.Config {
+	return job.Config{
 		Tracker: job.TrackerOptions{
 			Backend:    o.backend,
 			MaxMembers: o.MaxMembers,
@@ -214,7 +246,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 			Stdout:            os.Stdout,
 			Stderr:            os.Stderr,
 			Keep:              o.keep,
-			DieWithSupervisor: !o.KeepOnAbort && !o.reaping.Off, // the kill switch covers a hard cancel too
+			DieWithSupervisor: o.dieWithUs(),
 			Guardian:          o.guardian(),
 			Credential:        o.safety.credential,
 		},
@@ -223,21 +255,12 @@ func runRun(ctx context.Context, o *runOptions) error {
 		Linger:      o.Linger,
 		Grace:       o.Grace,
 		Reaping:     o.reaping,
-		Record:      record,
-	})
-	var start *job.StartError
-	if errors.As(err, &start) {
-		fmt.Fprintf(o.s.err, "lineage: %v\n", err)
-		return exitError{start.Code}
 	}
-	if err != nil {
-		return err
-	}
-	if err := o.writeReport(rep, reportFile); err != nil {
-		fmt.Fprintf(o.s.err, "lineage: %v\n", err)
-	}
-	return exitError{o.safety.exitCode(rep, end)}
 }
+
+// dieWithUs says whether a hard cancel of lineage reaps the job: unless
+// --keep-on-abort, or the kill switch is off (it covers a hard cancel too).
+func (o *runOptions) dieWithUs() bool { return !o.KeepOnAbort && !o.reaping.Off }
 
 // How a hard cancel (lineage SIGKILLed with its process group) is answered:
 // the hidden --hard-cancel flag.

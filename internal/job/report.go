@@ -52,6 +52,10 @@ type Report struct {
 	// Limits are what the backend in use can't see; printed with -v or
 	// when something was left behind.
 	Limits []string `json:"limits,omitempty"`
+	// Tracker says whose tracker the job ran under: [TrackerStandalone]
+	// (lineage's own) or [TrackerDaemon] (`lineage serve`'s); empty in
+	// reports of jobs the daemon registered for others.
+	Tracker string `json:"tracker,omitempty"`
 }
 
 // Exit is how the job's root process ended.

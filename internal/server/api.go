@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/policy"
 )
 
 // APIVersion is the version of the API, the /v1 of its paths.
@@ -22,6 +23,9 @@ type OpenSession struct {
 	Parent string `json:"parent,omitempty"`
 	// Owner is the process whose death closes the session.
 	Owner *lineage.Identity `json:"owner,omitempty"`
+	// Keep are the session's first keep rules (`lineage run --keep`):
+	// they spare processes from every reap of the session.
+	Keep []policy.Keep `json:"keep,omitempty"`
 }
 
 // AddRoot is the body of POST /v1/roots: register the running process PID
