@@ -51,17 +51,14 @@ func (o *runOptions) daemon(ctx context.Context) *client.Runner {
 	}
 	sock := client.Socket("")
 	c := client.New(sock, client.TrustServer(client.RootServer(os.Geteuid())))
-	opts := client.RunnerOptions{Keep: o.keep, Backend: o.backend}
-	if o.dieWithUs() {
-		// The daemon reaps the job if lineage dies: it watches this
-		// process, outside the job's process group.
-		self, err := ownIdentity()
-		if err != nil {
-			o.detail("lineage: standalone: %v\n", err)
-			return nil
-		}
-		opts.Owner = &self
+	self, err := ownIdentity()
+	if err != nil {
+		o.detail("lineage: standalone: %v\n", err)
+		return nil
 	}
+	// Owned: the daemon reaps the job if lineage dies; it watches this
+	// process from outside the job's process group.
+	opts := client.RunnerOptions{Self: self, Owned: o.dieWithUs(), Keep: o.keep, Backend: o.backend}
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
 	r, err := client.OpenRunner(ctx, c, opts)

@@ -40,6 +40,11 @@ type AddRoot struct {
 	// Command is what the root is about to run (lineage exec sends the
 	// command it will execve); nil reads the argv from /proc.
 	Command []string `json:"command,omitempty"`
+	// Owner and Keep are as in [OpenSession], for a session this request
+	// opens (`lineage run` opens its job's session so); a session that
+	// exists keeps its own.
+	Owner *lineage.Identity `json:"owner,omitempty"`
+	Keep  []policy.Keep     `json:"keep,omitempty"`
 }
 
 // AddKeep is the body of POST /v1/keeps: spare one process, or (Root set)

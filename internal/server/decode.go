@@ -111,6 +111,14 @@ func DecodeAddRoot(r io.Reader) (AddRoot, error) {
 	if len(req.Label) > 256 {
 		return req, fmt.Errorf("%w label: over 256 bytes", lineage.ErrInvalid)
 	}
+	if req.Owner != nil {
+		if err := req.Owner.Validate(); err != nil {
+			return req, fmt.Errorf("owner: %w", err)
+		}
+	}
+	if len(req.Keep) > maxKeeps {
+		return req, fmt.Errorf("%w keep: over %d rules", lineage.ErrInvalid, maxKeeps)
+	}
 	return req, nil
 }
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -28,6 +29,8 @@ type EndRoot struct {
 	Linger  time.Duration `json:"linger_ns,omitempty"`
 	Grace   time.Duration `json:"grace_ns,omitempty"`
 	Timeout time.Duration `json:"timeout_ns,omitempty"`
+	// Close closes the root's session afterwards (a run's own session).
+	Close bool `json:"close,omitempty"`
 }
 
 // DecodeEndRoot reads and checks the body of POST /v1/roots/{id}/end.
@@ -76,27 +79,40 @@ func (s *Server) endRoot(r *http.Request, p Peer) (int, any, error) {
 	if !reaping.Off && req.ReapingOff {
 		reaping = policy.Reaping{Off: true, By: req.ReapingBy}
 	}
-	opts := job.ReapOptions{Linger: req.Linger, Grace: req.Grace, Timeout: req.Timeout}
-	if opts.Grace == 0 {
-		opts.Grace = s.opts.Grace
+	opts := job.SettleOptions{
+		Input:  policy.Input{Kind: se.kind, Event: ev, Reaping: reaping},
+		Refuse: s.killRefuser(p.UID),
+		Reap:   job.ReapOptions{Linger: req.Linger, Grace: req.Grace, Timeout: req.Timeout},
 	}
+	if opts.Reap.Grace == 0 {
+		opts.Reap.Grace = s.opts.Grace
+	}
+	rep, err := s.settleRun(r.Context(), se, rootEntry{id, rt}, opts)
+	if err != nil {
+		return 0, nil, err
+	}
+	if req.Close {
+		s.closeSession(context.WithoutCancel(r.Context()), se.id, p.UID)
+	} else {
+		s.save()
+	}
+	return http.StatusOK, rep, nil
+}
+
+// settleRun settles e with the session's keeps, then forgets it,
+// serialised with se's other work.
+func (s *Server) settleRun(ctx context.Context, se *session, e rootEntry, opts job.SettleOptions) (*job.Report, error) {
 	se.op.Lock()
 	defer se.op.Unlock()
 	s.mu.Lock()
-	_, still := se.roots[id]
-	keeps := se.keepRules()
+	_, still := se.roots[e.id]
+	opts.Keep = se.keepRules()
 	s.mu.Unlock()
 	if !still {
-		return 0, nil, notFound("no root %s", id)
+		return nil, notFound("no root %s", e.id)
 	}
-	rep := rt.job.SettleRun(r.Context(), job.SettleOptions{
-		Input:  policy.Input{Kind: se.kind, Event: ev, Reaping: reaping},
-		Keep:   keeps,
-		Refuse: s.killRefuser(p.UID),
-		Reap:   opts,
-	})
-	s.hub.settled(se.id, rep, ev.String())
-	s.forget(se, rootEntry{id, rt})
-	s.save()
-	return http.StatusOK, rep, nil
+	rep := e.rt.job.SettleRun(ctx, opts)
+	s.hub.settled(se.id, rep, opts.Input.Event.String())
+	s.forget(se, e)
+	return rep, nil
 }
