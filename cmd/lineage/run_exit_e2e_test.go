@@ -197,9 +197,10 @@ func TestRunKeepOnAbortLeavesTheLineage(t *testing.T) {
 }
 
 func TestRunReapingOffAndKeepOnlyReport(t *testing.T) {
-	for _, backend := range backends {
-		t.Run(backend, func(t *testing.T) {
-			requireBackend(t, backend)
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			daemonEnv := v.setup(t)
+			backend := v.backend
 			for _, c := range []struct {
 				name string
 				env  []string
@@ -221,7 +222,7 @@ func TestRunReapingOffAndKeepOnlyReport(t *testing.T) {
 					// The leftover must not hold lineage's output open.
 					args = append(args, "--", "sh", "-c", "setsid sleep "+s+" >/dev/null 2>&1 & sleep 0.3")
 					cmd := lineageCmd(args...)
-					cmd.Env = append(cmd.Env, c.env...)
+					cmd.Env = append(append(cmd.Env, daemonEnv...), c.env...)
 					outb, err := cmd.CombinedOutput()
 					if err != nil {
 						t.Fatalf("%v: %s", err, outb)
@@ -250,6 +251,7 @@ func TestRunReapingOffAndKeepOnlyReport(t *testing.T) {
 				sleepPath, _ = filepath.EvalSymlinks(sleepPath)
 				script := fmt.Sprintf("setsid sleep %[1]s >/dev/null 2>&1 & setsid sh -c 'exec -a marked-%[2]s sleep %[1]s' & sleep 0.3", s, mark)
 				cmd := lineageCmd("run", "--backend", backend, "--grace", "1s", "--keep", "exe:"+sleepPath, "--", "sh", "-c", script)
+				cmd.Env = append(cmd.Env, daemonEnv...)
 				outb, err := cmd.CombinedOutput()
 				if err != nil {
 					t.Fatalf("%v: %s", err, outb)
