@@ -169,3 +169,45 @@ func TestRunTrustsOnlyARootDaemon(t *testing.T) {
 	}
 	by.check(t)
 }
+
+// With a daemon reachable, a daemon-wide flag or --standalone gives the
+// job a tracker of its own, and -v says why; without one, -v says so too.
+func TestRunSaysWhoseTrackerItUses(t *testing.T) {
+	d := startDaemon(t, "")
+	withDaemon := []string{client.EnvSocket + "=" + d.sock}
+	cases := []struct {
+		name    string
+		env     []string
+		args    []string
+		tracker string
+		says    string
+	}{
+		{"daemon", withDaemon, nil, job.TrackerDaemon, "via the daemon at " + d.sock},
+		{"--standalone", withDaemon, []string{"--standalone"}, job.TrackerStandalone, "standalone: --standalone"},
+		{"--max-members", withDaemon, []string{"--max-members", "5000"}, job.TrackerStandalone, "--max-members is daemon-wide"},
+		{"--backend proc", withDaemon, []string{"--backend", "proc"}, job.TrackerStandalone, "--backend proc is daemon-wide"},
+		{"--interval", withDaemon, []string{"--interval", "50ms"}, job.TrackerStandalone, "--interval is daemon-wide"},
+		{"--on-full", withDaemon, []string{"--on-full", "escape"}, job.TrackerStandalone, "--on-full is daemon-wide"},
+		{"no daemon", nil, nil, job.TrackerStandalone, "standalone: no daemon to use at /nonexistent/"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			mark := testutil.Marker(t)
+			testutil.CheckNoLeaks(t, mark)
+			args := append(append([]string{"-v"}, c.args...), "--", "true")
+			res := runJob(t, mark, c.env, args...)
+			if res.code != 0 {
+				t.Fatalf("exit %d; stderr:\n%s", res.code, res.stderr)
+			}
+			if res.report == nil {
+				t.Fatalf("no report; stderr:\n%s", res.stderr)
+			}
+			if res.report.Tracker != c.tracker {
+				t.Errorf("report: tracker %q, want %q", res.report.Tracker, c.tracker)
+			}
+			if !strings.Contains(res.stderr, c.says) {
+				t.Errorf("-v does not say %q:\n%s", c.says, res.stderr)
+			}
+		})
+	}
+}
