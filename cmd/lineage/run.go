@@ -84,6 +84,13 @@ The BPF backend (root, or CAP_BPF and CAP_PERFMON, on a kernel with BTF)
 tracks forks in the kernel: nothing escapes. The proc backend polls /proc
 instead; see 'lineage doctor' for what this machine allows.
 
+When 'lineage serve' answers on $LINEAGE_SOCKET (default
+/run/lineage/lineage.sock), the job runs under the daemon's tracker instead
+of one of lineage's own; it behaves the same, and the daemon reaps it if
+lineage is killed. A root lineage uses only a daemon that runs as root.
+--standalone, --backend proc, --max-members, --on-full, --interval, --record
+and --user load lineage's own tracker; -v says which is used and why.
+
 Exit status: COMMAND's own; 128+N when signal N killed it (or killed
 lineage, for signals not passed on); 123 with --strict when COMMAND exited 0
 but tracking or reaping was incomplete; 124 when the deadline passed; 125
