@@ -209,19 +209,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		}
 		defer reportFile.Close()
 	}
-	cfg := o.config()
-	var rep *job.Report
-	var end job.End
-	var err error
-	if runner := o.daemon(ctx); runner != nil {
-		rep, end, err = job.RunRemote(ctx, cfg, o.holder(), runner)
-		closeRunner(o, runner)
-	} else {
-		if cfg.Record, err = o.record.open(); err != nil {
-			return err
-		}
-		rep, end, err = job.Run(ctx, cfg)
-	}
+	rep, end, err := o.runJob(ctx, o.config())
 	var start *job.StartError
 	if errors.As(err, &start) {
 		fmt.Fprintf(o.s.err, "lineage: %v\n", err)

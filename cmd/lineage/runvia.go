@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -32,6 +33,25 @@ func (o *runOptions) daemonWideFlag(cmd *cobra.Command) string {
 		}
 	}
 	return ""
+}
+
+// runJob runs the job through the daemon when one may be used; else, or
+// when the daemon did not take the job (nothing of it ran then), with a
+// tracker of lineage's own.
+func (o *runOptions) runJob(ctx context.Context, cfg job.Config) (*job.Report, job.End, error) {
+	if runner := o.daemon(ctx); runner != nil {
+		rep, end, err := job.RunRemote(ctx, cfg, o.holder(), runner)
+		closeRunner(o, runner)
+		if !errors.Is(err, job.ErrNotRegistered) {
+			return rep, end, err
+		}
+		fmt.Fprintf(o.s.err, "lineage: %v: running it standalone\n", err)
+	}
+	var err error
+	if cfg.Record, err = o.record.open(); err != nil {
+		return nil, job.End{}, err
+	}
+	return job.Run(ctx, cfg)
 }
 
 // openTimeout bounds the questions to the daemon before the job starts.

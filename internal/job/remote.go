@@ -46,6 +46,11 @@ type Holder struct {
 	Args []string
 }
 
+// ErrNotRegistered is wrapped when [RunRemote] could not register the
+// job's root with the daemon: nothing of the job ran, and it may be run
+// again another way.
+var ErrNotRegistered = errors.New("the daemon did not register the job")
+
 // TrackerVia names the tracker a report's job ran under (Report.Tracker).
 const (
 	TrackerStandalone = "standalone"
@@ -165,11 +170,16 @@ func (t *Tracker) spawnHeld(ctx context.Context, s Spec, holder Holder, remote R
 	}
 	if err != nil {
 		w.Close() // the holder exits, having run nothing
-		<-exit
+		select {
+		case <-exit:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill() // our child, not yet reaped: its pid is its own
+			<-exit
+		}
 		if term != nil {
 			_ = term.Restore()
 		}
-		return nil, fmt.Errorf("register the job with the daemon: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrNotRegistered, err)
 	}
 	if _, err := w.Write([]byte{1}); err != nil {
 		return nil, fmt.Errorf("release the job: %w", err)
