@@ -262,10 +262,20 @@ func TestRunKeepExeThroughSymlinkAndUpgrade(t *testing.T) {
 // knows of (stopped members too, with the proc backend's containment) is
 // killed, and lineage exits 128+N at once.
 func TestRunFatalSignalMidReap(t *testing.T) {
+	for _, v := range []variant{variants[1], variants[2]} {
+		t.Run(v.name, func(t *testing.T) { testRunFatalSignalMidReap(t, v) })
+	}
+}
+
+func testRunFatalSignalMidReap(t *testing.T, v variant) {
+	env := v.setup(t)
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
 	var stderr bytes.Buffer
-	cmd := startUntilReady(t, &stderr, "run", "--backend", loader.BackendProc, "--grace", "60s", "--", "sh", "-c",
+	cmd := startUntilReadyWith(t, func(cmd *exec.Cmd) {
+		cmd.Stderr = &stderr
+		cmd.Env = append(cmd.Env, env...)
+	}, "run", "--backend", v.backend, "--grace", "60s", "--", "sh", "-c",
 		fmt.Sprintf(`setsid %s & sleep 0.3; echo ready`, termCatcher(testutil.Sleep(mark))))
 	time.Sleep(1500 * time.Millisecond) // the job exited; the reap waits out its grace
 	began := time.Now()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
@@ -86,10 +87,36 @@ func (r *Runner) End(ctx context.Context, end job.RemoteEnd) (*job.Report, error
 	}
 	var rep job.Report
 	if err := r.c.Do(ctx, http.MethodPost, "/v1/roots/"+end.Root.String()+"/end", req, &rep); err != nil {
+		if ctx.Err() != nil {
+			// Hung up: the daemon hurries the reap; wait for it to end.
+			r.awaitForgotten(end.Root, hurriedReap)
+		}
 		return nil, err
 	}
 	r.open = false
 	return &rep, nil
+}
+
+// hurriedReap bounds the wait for a reap the caller hung up on: the daemon
+// kills what is left without waiting.
+const hurriedReap = 10 * time.Second
+
+// awaitForgotten waits up to limit for the daemon to forget root, which it
+// does once the root's reap is done.
+func (r *Runner) awaitForgotten(root lineage.Identity, limit time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	for ctx.Err() == nil {
+		err := r.c.Do(ctx, http.MethodGet, "/v1/roots/"+root.String(), nil, nil)
+		var ae *APIError
+		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // Close closes the job's session if End did not, and the client's
