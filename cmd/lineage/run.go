@@ -53,12 +53,8 @@ type runOptions struct {
 	daemonWide string
 }
 
-func newCmdRun(s streams, runF func(*runOptions) error) *cobra.Command {
-	opts := &runOptions{s: s}
-	cmd := &cobra.Command{
-		Use:   "run [flags] -- COMMAND [ARGS...]",
-		Short: "Run a command and end everything it started when it is done",
-		Long: `Run COMMAND as the root of a new lineage. Every process it starts is tracked,
+// runLong is `lineage run --help`'s text.
+const runLong = `Run COMMAND as the root of a new lineage. Every process it starts is tracked,
 however it leaves: background jobs, nohup, setsid, double-forked daemons,
 processes that change their process group, session or parent.
 
@@ -95,7 +91,14 @@ Exit status: COMMAND's own; 128+N when signal N killed it (or killed
 lineage, for signals not passed on); 123 with --strict when COMMAND exited 0
 but tracking or reaping was incomplete; 124 when the deadline passed; 125
 when lineage itself failed; 126 when COMMAND could not be run; 127 when it
-was not found.`,
+was not found.`
+
+func newCmdRun(s streams, runF func(*runOptions) error) *cobra.Command {
+	opts := &runOptions{s: s}
+	cmd := &cobra.Command{
+		Use:   "run [flags] -- COMMAND [ARGS...]",
+		Short: "Run a command and end everything it started when it is done",
+		Long:  runLong,
 		Example: `  lineage run -- ./ci.sh
   lineage run --deadline 30m --report leaks.json -- make test
   lineage run --record trace.jsonl --redact 'token=\S+' -- make -j8 test

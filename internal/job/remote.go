@@ -51,7 +51,7 @@ type Holder struct {
 // again another way.
 var ErrNotRegistered = errors.New("the daemon did not register the job")
 
-// TrackerVia names the tracker a report's job ran under (Report.Tracker).
+// Whose tracker a report's job ran under ([Report.Tracker]).
 const (
 	TrackerStandalone = "standalone"
 	TrackerDaemon     = "daemon"
