@@ -211,3 +211,30 @@ func TestRunSaysWhoseTrackerItUses(t *testing.T) {
 		})
 	}
 }
+
+// A run inside a job that the daemon tracks can't register its own job
+// there (it is a member already): it runs standalone, and the daemon keeps
+// no session of it.
+func TestRunInsideADaemonJobRunsStandalone(t *testing.T) {
+	d := startDaemon(t, "")
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	inner := filepath.Join(t.TempDir(), "inner.json")
+	res := runJob(t, mark, []string{client.EnvSocket + "=" + d.sock}, "--", os.Args[0], "run", "-v", "--report", inner, "--",
+		"sh", "-c", "setsid sleep "+testutil.Sleep(mark)+" & exit 4")
+	if res.code != 4 {
+		t.Errorf("exit %d, want the inner job's 4; stderr:\n%s", res.code, res.stderr)
+	}
+	raw, err := os.ReadFile(inner)
+	if err != nil {
+		t.Fatalf("inner report: %v; stderr:\n%s", err, res.stderr)
+	}
+	if !strings.Contains(string(raw), `"tracker": "standalone"`) || !strings.Contains(string(raw), `"terminated"`) {
+		t.Errorf("the inner run did not reap its leftover standalone:\n%s", raw)
+	}
+	var sessions []server.Session
+	d.do("GET", "/v1/sessions", nil, &sessions)
+	if len(sessions) != 0 {
+		t.Errorf("sessions left on the daemon: %+v", sessions)
+	}
+}

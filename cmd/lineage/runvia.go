@@ -45,7 +45,7 @@ func (o *runOptions) runJob(ctx context.Context, cfg job.Config) (*job.Report, j
 		if !errors.Is(err, job.ErrNotRegistered) {
 			return rep, end, err
 		}
-		fmt.Fprintf(o.s.err, "lineage: %v: running it standalone\n", err)
+		o.detail("lineage: standalone: %v\n", err)
 	}
 	var err error
 	if cfg.Record, err = o.record.open(); err != nil {

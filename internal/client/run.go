@@ -73,8 +73,11 @@ func (r *Runner) Register(ctx context.Context, root lineage.Identity, command []
 		self := r.opts.Self
 		req.Owner = &self
 	}
-	r.open = true
-	return r.c.Do(ctx, http.MethodPost, "/v1/roots", req, nil)
+	err := r.c.Do(ctx, http.MethodPost, "/v1/roots", req, nil)
+	// A refusal opened nothing; a lost answer may have.
+	var ae *APIError
+	r.open = err == nil || !errors.As(err, &ae)
+	return err
 }
 
 // End is [job.Remote.End]: it closes the job's session too.

@@ -94,8 +94,9 @@ func (s *Server) register(se *session, id lineage.Identity, label string, comman
 func (s *Server) dropIfEmpty(se *session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(se.roots) == 0 && se.owner == nil && len(s.children(se.id)) == 0 {
+	if len(se.roots) == 0 && len(s.children(se.id)) == 0 {
 		se.closed = true
+		se.stopOwner()
 		delete(s.sessions, se.id)
 	}
 }
