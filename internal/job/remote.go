@@ -91,13 +91,17 @@ func RunRemote(ctx context.Context, cfg Config, holder Holder, remote Remote) (*
 	}
 	reapCtx, cutShort := sigs.duringReap(ctx)
 	rep, err := remote.End(reapCtx, RemoteEnd{Root: j.root, Event: end.Event(), Reaping: cfg.Reaping, Reap: opts})
-	if sig := cutShort(); sig != nil && j.end.Fatal == nil {
+	sig := cutShort()
+	if sig != nil && j.end.Fatal == nil {
 		j.fatal(sig)
 	}
 	failed := err != nil
 	if failed {
-		t.note("lineage: the daemon could not end the job: %v\n", err)
+		if sig == nil {
+			t.note("lineage: the daemon could not end the job: %v\n", err)
+		}
 		rep = &Report{Decision: "unknown: the daemon could not end the job", Reaping: cfg.Reaping.String()}
+		rep.Backend.Backend = "unknown"
 		rep.Warnings = append(rep.Warnings, "daemon: "+err.Error())
 	}
 	j.awaitRoot()
