@@ -184,10 +184,12 @@ func TestRunSaysWhoseTrackerItUses(t *testing.T) {
 	}{
 		{"daemon", withDaemon, nil, job.TrackerDaemon, "via the daemon at " + d.sock},
 		{"--standalone", withDaemon, []string{"--standalone"}, job.TrackerStandalone, "standalone: --standalone"},
-		{"--max-members", withDaemon, []string{"--max-members", "5000"}, job.TrackerStandalone, "--max-members is daemon-wide"},
+		// The proc backend, where a flag allows: a standalone bpf spawn
+		// is not what is tested here.
+		{"--max-members", withDaemon, []string{"--max-members", "5000", "--backend", "proc"}, job.TrackerStandalone, "--max-members is daemon-wide"},
 		{"--backend proc", withDaemon, []string{"--backend", "proc"}, job.TrackerStandalone, "--backend proc is daemon-wide"},
-		{"--interval", withDaemon, []string{"--interval", "50ms"}, job.TrackerStandalone, "--interval is daemon-wide"},
-		{"--on-full", withDaemon, []string{"--on-full", "escape"}, job.TrackerStandalone, "--on-full is daemon-wide"},
+		{"--interval", withDaemon, []string{"--interval", "50ms", "--backend", "proc"}, job.TrackerStandalone, "--interval is daemon-wide"},
+		{"--on-full", withDaemon, []string{"--on-full", "escape", "--backend", "proc"}, job.TrackerStandalone, "--on-full is daemon-wide"},
 		{"no daemon", nil, nil, job.TrackerStandalone, "standalone: no daemon to use at /nonexistent/"},
 	}
 	for _, c := range cases {

@@ -24,13 +24,13 @@ var daemonWideFlags = []string{"max-members", "on-full", "interval", "hard-cance
 
 // daemonWideFlag names the first daemon-wide flag given, or "".
 func (o *runOptions) daemonWideFlag(cmd *cobra.Command) string {
-	if o.backend == loader.BackendProc {
-		return "--backend proc"
-	}
 	for _, name := range daemonWideFlags {
 		if cmd.Flags().Changed(name) {
 			return "--" + name
 		}
+	}
+	if o.backend == loader.BackendProc {
+		return "--backend proc"
 	}
 	return ""
 }

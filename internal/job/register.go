@@ -106,8 +106,7 @@ func (j *Job) Settle(ctx context.Context, opts SettleOptions) *Report {
 	// Before anything is contained: what the rules spare, the kernel
 	// must spare too.
 	j.markSpared(keeper, refuse)
-	src := reap.SourceFunc(func() ([]lineage.Member, error) { return t.backend.Members(j.root) })
-	r, err := reap.Reap(ctx, src, reap.Options{
+	r, err := reap.Reap(ctx, j.source(), reap.Options{
 		Linger:  opts.Reap.Linger,
 		Grace:   opts.Reap.Grace,
 		Timeout: opts.Reap.Timeout,
