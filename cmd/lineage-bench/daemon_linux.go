@@ -213,19 +213,17 @@ func benchDaemon(lineageBin string, runs, rounds, forks int) {
 	if err != nil {
 		fail(err)
 	}
-	defer d.stop()
 	res, err := measureDaemon(lineageBin, d.sock, runs)
+	if err == nil && forks > 0 {
+		var spawner string
+		if spawner, err = buildSpawner(dir); err == nil {
+			err = measureIdleRuns(res, lineageBin, d.sock, spawner, min(rounds, 3), forks)
+		}
+	}
+	// fail exits at once: the daemon is stopped first.
+	d.stop()
 	if err != nil {
 		fail(err)
-	}
-	if forks > 0 {
-		spawner, err := buildSpawner(dir)
-		if err != nil {
-			fail(err)
-		}
-		if err := measureIdleRuns(res, lineageBin, d.sock, spawner, min(rounds, 3), forks); err != nil {
-			fail(err)
-		}
 	}
 	printDaemon(res)
 }
