@@ -40,10 +40,15 @@ func main() {
 	guardRuns := flag.Int("guardian-forks", 2000, "forks per `lineage run` spawner measurement, guardian on and off (0: skip)")
 	recordOnly := flag.Bool("record", false, "measure only what `lineage run --record` costs the spawner")
 	reapRounds := flag.Int("reap-rounds", 3, "interleaved rounds per reap latency figure")
-	only := flag.String("only", "", `"reap": measure the reap latency alone`)
+	only := flag.String("only", "", `"reap": measure the reap latency alone; "daemon": lineage run through a daemon against standalone`)
 	backends := flag.String("reap-backends", "bpf,proc", "the backends whose reap latency is measured")
 	baseline := flag.String("reap-baseline", "", "another lineage binary (an older build) whose bpf reap latency is measured in the same rounds")
 	flag.Parse()
+	if *only == "daemon" {
+		fmt.Printf("## lineage benchmarks\n\n%s\n\n", machine())
+		benchDaemon(*lineageBin, *runs, *rounds, *guardRuns)
+		return
+	}
 	reapCols := reapColumns(*lineageBin, *baseline, strings.Split(*backends, ","))
 	if *only == "reap" {
 		fmt.Printf("## lineage benchmarks\n\n%s\n\n", machine())

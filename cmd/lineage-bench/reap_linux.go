@@ -26,7 +26,7 @@ func leftovers(n int) string {
 
 // reapLatency runs the job under lineage and times job exit → lineage exit.
 func reapLatency(lineageBin string, n int, backend string) (time.Duration, error) {
-	cmd := exec.Command(lineageBin, "run", "--backend", backend, "--linger", "0", "--", "sh", "-c", leftovers(n))
+	cmd := exec.Command(lineageBin, "run", "--standalone", "--backend", backend, "--linger", "0", "--", "sh", "-c", leftovers(n))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return 0, err

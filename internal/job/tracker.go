@@ -79,17 +79,8 @@ type Tracker struct {
 // holds at most one tracker at a time, since it waits for all the
 // process's children. Close it when its jobs are done.
 func OpenTracker(opts TrackerOptions) (*Tracker, error) {
-	t := &Tracker{log: opts.Log, verbose: opts.Verbose, tree: lineage.NewTree(), onEvent: opts.OnEvent}
-	// Until a reap, exited members are dropped once they matter to nobody.
-	t.tree.SetPruning(true)
-	if t.log == nil {
-		t.log = io.Discard
-	}
-	var err error
-	if t.proc, err = proc.Open("/proc"); err != nil {
-		return nil, err
-	}
-	if t.caller, err = callerFacts(t.proc); err != nil {
+	t, err := newTrackerBase(opts)
+	if err != nil {
 		return nil, err
 	}
 	// Orphans of the jobs come back to the tracker rather than to init,
@@ -117,6 +108,25 @@ func OpenTracker(opts TrackerOptions) (*Tracker, error) {
 	t.detail("lineage: backend %s\n", t.choice)
 	t.notePinned()
 	t.startEvents()
+	return t, nil
+}
+
+// newTrackerBase is what every tracker has: the tree, the /proc reader,
+// the protected set and the notes.
+func newTrackerBase(opts TrackerOptions) (*Tracker, error) {
+	t := &Tracker{log: opts.Log, verbose: opts.Verbose, tree: lineage.NewTree(), onEvent: opts.OnEvent}
+	// Until a reap, exited members are dropped once they matter to nobody.
+	t.tree.SetPruning(true)
+	if t.log == nil {
+		t.log = io.Discard
+	}
+	var err error
+	if t.proc, err = proc.Open("/proc"); err != nil {
+		return nil, err
+	}
+	if t.caller, err = callerFacts(t.proc); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 

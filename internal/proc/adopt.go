@@ -1,7 +1,11 @@
 package proc
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
@@ -17,7 +21,15 @@ import (
 // that a descendant created and that was reparented away before the first
 // pass can't be found this way. Every fork after root is registered is
 // caught by the backend itself.
+//
+// A root that has no children at all, as its threads' children files show
+// once it is registered, has no descendant a pass could find: Adopt then
+// reads nothing else (a root held until registered, as `lineage run`
+// starts one through the daemon, costs no scan of /proc).
 func (p FS) Adopt(root lineage.Identity, isMember func(lineage.Identity) bool, add func(child lineage.Stat, parent lineage.Identity) error) (int, error) {
+	if p.childless(root) {
+		return 0, nil
+	}
 	added := 0
 	for pass := 0; ; pass++ {
 		if pass > 1000 {
@@ -79,4 +91,24 @@ func (p FS) adoptPass(root lineage.Identity, isMember func(lineage.Identity) boo
 		}
 	}
 	return added, nil
+}
+
+// childless reports whether root has no child: every thread's
+// /proc/PID/task/TID/children is empty, and root is still root afterwards.
+// A thread that exits while it is read hands its children to another
+// thread first, and its own file then fails to read. False when it can't
+// be shown (a kernel without CONFIG_PROC_CHILDREN has no such files).
+func (p FS) childless(root lineage.Identity) bool {
+	dir := filepath.Join(p.root, strconv.Itoa(int(root.PID)), "task")
+	tids, err := os.ReadDir(dir)
+	if err != nil || len(tids) == 0 {
+		return false
+	}
+	for _, tid := range tids {
+		b, err := os.ReadFile(filepath.Join(dir, tid.Name(), "children"))
+		if err != nil || len(bytes.TrimSpace(b)) > 0 {
+			return false
+		}
+	}
+	return p.Check(root) == nil
 }

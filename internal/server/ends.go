@@ -16,7 +16,9 @@ func (s *Server) turnEnd(r *http.Request, p Peer) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, s.end(r.Context(), se, policy.TurnEnd, p.UID), nil
+	out := s.end(r.Context(), se, policy.TurnEnd, p.UID)
+	s.save()
+	return http.StatusOK, out, nil
 }
 
 func (s *Server) closeSessionHandler(r *http.Request, p Peer) (int, any, error) {
@@ -82,7 +84,7 @@ func (s *Server) rootsOf(se *session) []rootEntry {
 
 // end applies the policy for ev to each of se's roots, on behalf of uid,
 // and forgets the roots whose lineage is empty afterwards (all of them on
-// a session close).
+// a session close). The caller saves the state.
 func (s *Server) end(ctx context.Context, se *session, ev policy.Event, uid uint32) Ended {
 	se.op.Lock()
 	defer se.op.Unlock()
@@ -104,7 +106,6 @@ func (s *Server) end(ctx context.Context, se *session, ev policy.Event, uid uint
 			s.forget(se, e)
 		}
 	}
-	s.save()
 	return out
 }
 

@@ -201,6 +201,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/v1/sessions/{id}/report", methods{"GET": s.reportSession})
 	mux.Handle("/v1/roots", methods{"GET": s.listRoots, "POST": s.addRoot})
 	mux.Handle("/v1/roots/{id}", methods{"GET": s.getRoot, "DELETE": s.removeRoot})
+	mux.Handle("/v1/roots/{id}/end", methods{"POST": s.endRoot})
 	mux.Handle("/v1/keeps", methods{"POST": s.addKeep})
 	mux.Handle("/v1/events", methods{"GET": s.events})
 	mux.Handle("/v1/status", methods{"GET": s.status})
@@ -218,6 +219,8 @@ type Status struct {
 	Reaping  string `json:"reaping"`
 	Sessions int    `json:"sessions"`
 	UID      uint32 `json:"caller_uid"`
+	// Backend is the tracker's backend: "bpf" or "proc".
+	Backend string `json:"backend,omitempty"`
 	// Goroutines is the daemon's goroutine count, for leak checks.
 	Goroutines int `json:"goroutines"`
 }
@@ -231,7 +234,7 @@ func (s *Server) status(r *http.Request, p Peer) (int, any, error) {
 		}
 	}
 	s.mu.Unlock()
-	return http.StatusOK, Status{API: APIVersion, Reaping: s.opts.Reaping.String(), Sessions: n, UID: p.UID, Goroutines: runtime.NumGoroutine()}, nil
+	return http.StatusOK, Status{API: APIVersion, Reaping: s.opts.Reaping.String(), Sessions: n, UID: p.UID, Goroutines: runtime.NumGoroutine(), Backend: s.tracker.Backend().Backend}, nil
 }
 
 // parseIdentityPath reads the {id} of a roots path.

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -136,6 +137,10 @@ func (s *Server) newSession(req OpenSession, p Peer) (*session, error) {
 	se := &session{
 		id: req.ID, kind: parseKind(req.Kind), label: req.Label, parent: req.Parent, owner: req.Owner,
 		uid: p.UID, opened: time.Now(), roots: make(map[lineage.Identity]*root),
+	}
+	// exe rules match the program as named and as resolved, once, now.
+	for _, k := range policy.KeepRules(req.Keep).Resolve(filepath.EvalSymlinks) {
+		se.keeps = append(se.keeps, keep{rule: k})
 	}
 	s.sessions[se.id] = se
 	return se, nil
