@@ -52,6 +52,7 @@ lineage polls /proc instead.`,
 		newCmdTurn(s),
 		newCmdKeep(s),
 		newCmdEvents(s),
+		newCmdStatus(s),
 	)
 	return root
 }
