@@ -3,7 +3,8 @@
 #   make build     build bin/lineage (no clang needed: the BPF objects are committed)
 #   make static    build bin/lineage-static: CGO_ENABLED=0, runs on any Linux
 #   make install   the static binary to $(BINDIR), the systemd unit to
-#                  $(UNITDIR) (PREFIX=/usr/local, DESTDIR honoured)
+#                  $(UNITDIR), the CI runner hooks to $(HOOKDIR)
+#                  (PREFIX=/usr/local, DESTDIR honoured)
 #   make test      the full test suite, BPF included (run as root)
 #   make demo      lineage run on a leaky demo job, then the report
 #   make bench     benchmarks, printed as the README's table
@@ -20,6 +21,7 @@ GOFLAGS_TEST ?= -race -count=1 -timeout 45m
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 UNITDIR ?= $(PREFIX)/lib/systemd/system
+HOOKDIR ?= $(PREFIX)/share/lineage
 STATIC ?= bin/lineage-static
 
 all: build
@@ -39,6 +41,9 @@ install: static
 	sed 's|/usr/local/bin/lineage|$(BINDIR)/lineage|' deploy/systemd/lineage.service > $(DESTDIR)$(UNITDIR)/lineage.service.tmp
 	chmod 0644 $(DESTDIR)$(UNITDIR)/lineage.service.tmp
 	mv $(DESTDIR)$(UNITDIR)/lineage.service.tmp $(DESTDIR)$(UNITDIR)/lineage.service
+	install -d $(DESTDIR)$(HOOKDIR)/github-actions
+	install -m 0755 deploy/github-actions/job-started.sh deploy/github-actions/job-completed.sh $(DESTDIR)$(HOOKDIR)/github-actions/
+	install -m 0644 deploy/github-actions/common.sh $(DESTDIR)$(HOOKDIR)/github-actions/
 
 vet:
 	$(GO) vet ./...

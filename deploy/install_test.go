@@ -26,8 +26,8 @@ func makeInstall(t *testing.T, vars ...string) string {
 	return dest
 }
 
-// make install puts a static binary that runs and the unit, pointing at
-// that binary, under DESTDIR.
+// make install puts a static binary that runs, the unit, pointing at that
+// binary, and the runner hooks under DESTDIR.
 func TestMakeInstall(t *testing.T) {
 	dest := makeInstall(t)
 	bin := filepath.Join(dest, "usr/local/bin/lineage")
@@ -41,6 +41,10 @@ func TestMakeInstall(t *testing.T) {
 	if got := execStart(t, unit); !strings.HasPrefix(got, "/usr/local/bin/lineage serve ") {
 		t.Errorf("installed unit: ExecStart=%s, want /usr/local/bin/lineage serve ...", got)
 	}
+	hooks := filepath.Join(dest, "usr/local/share/lineage/github-actions")
+	checkMode(t, filepath.Join(hooks, "job-started.sh"), 0o755)
+	checkMode(t, filepath.Join(hooks, "job-completed.sh"), 0o755)
+	checkMode(t, filepath.Join(hooks, "common.sh"), 0o644)
 }
 
 // PREFIX moves both, and the unit follows the binary.
