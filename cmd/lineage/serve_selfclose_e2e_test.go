@@ -46,3 +46,18 @@ func TestServeSelfCloseOnlyItsOwnSession(t *testing.T) {
 		t.Errorf("session a after its close: %d, want 404", code)
 	}
 }
+
+// self_close is part of the state a restarted daemon takes back.
+func TestServeSelfCloseSurvivesRestart(t *testing.T) {
+	d := startDaemon(t, "")
+	d.do("POST", "/v1/sessions", server.OpenSession{ID: "hooks", SelfClose: true}, nil)
+	d.do("POST", "/v1/sessions", server.OpenSession{ID: "plain"}, nil)
+	d.kill9()
+	d.start()
+	var hooks, plain server.Session
+	d.do("GET", "/v1/sessions/hooks", nil, &hooks)
+	d.do("GET", "/v1/sessions/plain", nil, &plain)
+	if !hooks.SelfClose || plain.SelfClose {
+		t.Errorf("after a restart: hooks self_close %v (want true), plain %v (want false)", hooks.SelfClose, plain.SelfClose)
+	}
+}
