@@ -14,6 +14,11 @@
 
 GO ?= go
 BIN := bin/lineage
+# lineage version reads these (internal/buildinfo); a plain go build falls
+# back to the toolchain's VCS stamps.
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo devel)
+COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+LDFLAGS := -X github.com/lineage-dev/lineage/internal/buildinfo.version=$(VERSION) -X github.com/lineage-dev/lineage/internal/buildinfo.commit=$(COMMIT)
 GOFLAGS_TEST ?= -race -count=1 -timeout 45m
 
 .PHONY: all build test test-short demo bench generate vet fmt clean kmatrix static install
@@ -27,12 +32,12 @@ STATIC ?= bin/lineage-static
 all: build
 
 build:
-	$(GO) build -o $(BIN) ./cmd/lineage
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/lineage
 
 # No libc at all: the binary runs on any distribution (user names are
 # looked up in /etc/passwd and /etc/group, not through NSS).
 static:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(STATIC) ./cmd/lineage
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(STATIC) ./cmd/lineage
 
 # The unit's ExecStart names the binary where it is installed.
 install: static

@@ -33,8 +33,13 @@ func TestMakeInstall(t *testing.T) {
 	bin := filepath.Join(dest, "usr/local/bin/lineage")
 	checkMode(t, bin, 0o755)
 	checkStatic(t, bin)
-	if out, err := exec.Command(bin, "status", "--help").CombinedOutput(); err != nil || !strings.Contains(string(out), "lineage status") {
-		t.Errorf("the installed binary does not run: %v\n%s", err, out)
+	// It runs, and make stamped it with the commit it was built from.
+	commit, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		t.Fatalf("git rev-parse: %v", err)
+	}
+	if out, err := exec.Command(bin, "version").CombinedOutput(); err != nil || !strings.Contains(string(out), strings.TrimSpace(string(commit))) {
+		t.Errorf("the installed binary's version does not name commit %s: %v\n%s", commit, err, out)
 	}
 	unit := filepath.Join(dest, "usr/local/lib/systemd/system/lineage.service")
 	checkMode(t, unit, 0o644)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lineage-dev/lineage/internal/buildinfo"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/reap"
@@ -142,6 +143,8 @@ func (j *Job) Reap(ctx context.Context, d policy.Decision, opts ReapOptions) {
 // knows by then and the backend's counters. A tracker drained first has
 // every exit in the tree.
 func (j *Job) Report() *Report {
+	b := buildinfo.Get()
+	j.rep.Build = &b
 	j.rep.fill(j.t.tree)
 	if st, err := j.t.backend.Stats(); err == nil {
 		j.rep.Stats = st

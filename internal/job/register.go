@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lineage-dev/lineage/internal/buildinfo"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
@@ -81,6 +82,8 @@ func (j *Job) Settle(ctx context.Context, opts SettleOptions) *Report {
 	d := policy.Decide(in)
 	rep := &Report{Version: ReportVersion, Command: j.rep.Command, Root: j.root, Backend: t.choice, Started: j.started}
 	rep.decided(d, in.Reaping)
+	b := buildinfo.Get()
+	rep.Build = &b
 	if d.Action != policy.Reap {
 		ms, err := t.backend.Members(j.root)
 		if err != nil {

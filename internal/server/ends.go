@@ -104,6 +104,7 @@ func (s *Server) endSparing(ctx context.Context, se *session, ev policy.Event, u
 		})
 		out.Roots = append(out.Roots, se.rootEnd(e, rep))
 		s.hub.settled(se.id, rep, ev.String())
+		s.metrics.settled(rep)
 		if ev == policy.SessionClose || s.empty(e.rt) {
 			s.forget(se, e)
 		}

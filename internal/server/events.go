@@ -163,7 +163,7 @@ func (s *Server) events(r *http.Request, p Peer) (int, any, error) {
 	defer s.hub.unsubscribe(sub)
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
-	rw, err := record.NewWriter(flushWriter{w, f}, record.Header{}, nil)
+	rw, err := record.NewWriter(flushWriter{w, f}, record.HostHeader(nil), nil)
 	if err != nil {
 		return 0, nil, nil
 	}

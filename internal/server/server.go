@@ -51,6 +51,11 @@ type Server struct {
 	closing     sync.Once
 	closeErr    error
 	stopSave    chan struct{}
+	// metrics are the /metrics series; metricsHTTP the TCP listeners
+	// serving them (guarded by mu), metricsClosed set once Close began.
+	metrics       *metrics
+	metricsHTTP   []*http.Server
+	metricsClosed bool
 }
 
 // Open opens the tracker and restores the sessions saved in the state
@@ -75,8 +80,12 @@ func Open(opts Options) (*Server, error) {
 		sid, _ := v.(string)
 		return sid
 	}
+	s.metrics = newMetrics(s)
 	topts := opts.Tracker
-	topts.OnEvent = s.hub.event
+	topts.OnEvent = func(ev lineage.Event) {
+		s.metrics.event(ev)
+		s.hub.event(ev)
+	}
 	if s.tracker, err = job.OpenTracker(topts); err != nil {
 		return nil, err
 	}
@@ -120,6 +129,7 @@ func (s *Server) close() error {
 	s.hub.close()
 	close(s.stopSave)
 	_ = s.http.Shutdown(ctx)
+	s.stopMetrics(ctx)
 	s.mu.Lock()
 	for _, se := range s.sessions {
 		se.stopOwner()
@@ -173,6 +183,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/v1/keeps", methods{"POST": s.addKeep})
 	mux.Handle("/v1/events", methods{"GET": s.events})
 	mux.Handle("/v1/status", methods{"GET": s.status})
+	mux.Handle("GET /metrics", s.metrics.handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound("no endpoint %s", r.URL.Path))
 	})
