@@ -58,6 +58,7 @@ lineage polls /proc instead.`,
 		newCmdKeep(s),
 		newCmdEvents(s),
 		newCmdVersion(s),
+		newCmdWhy(s, nil),
 		newCmdStatus(s),
 	)
 	return root

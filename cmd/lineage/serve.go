@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"regexp"
 	"strconv"
 	"syscall"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/lineage-dev/lineage/internal/client"
 	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/reap"
@@ -35,6 +37,9 @@ type serveOptions struct {
 	MetricsListen string
 	MaxMembers    uint32
 	RingBytes     uint32
+	RecordDir     string
+	RecordKeep    int
+	Redact        string
 }
 
 func newCmdServe(s streams) *cobra.Command {
@@ -67,6 +72,9 @@ LINEAGE_REAPING=off in the daemon's environment wins over --reaping.`,
 	f.StringVar(&o.MetricsListen, "metrics-listen", "", "also serve /metrics over TCP on this address (host:port); it needs no authorisation")
 	f.Uint32Var(&o.MaxMembers, "max-members", loader.DefaultMaxMembers, "bpf backend: how many processes can be tracked at once, across all sessions")
 	f.Uint32Var(&o.RingBytes, "ring-bytes", loader.DefaultRingBytes, "bpf backend: size of the event ring buffer, a power of two of at least a page; events that don't fit are counted as lost")
+	f.StringVar(&o.RecordDir, "record-dir", "", "write one record per session here (JSON Lines, docs/record.md; files 0600, the daemon's user's)")
+	f.IntVar(&o.RecordKeep, "record-keep", server.DefaultRecordKeep, "with --record-dir: keep at most this many files, removing the oldest closed sessions' first")
+	f.StringVar(&o.Redact, "redact", "", "with --record-dir: mask argv words matching this regular expression in the records")
 	return cmd
 }
 
@@ -90,7 +98,12 @@ func (o *serveOptions) options() (server.Options, server.ListenOptions, error) {
 	if err != nil || mode > 0o777 {
 		return server.Options{}, server.ListenOptions{}, fmt.Errorf("--socket-mode %q: want octal permission bits", o.SocketMode)
 	}
+	rec, err := o.recordOptions()
+	if err != nil {
+		return server.Options{}, server.ListenOptions{}, err
+	}
 	opts := server.Options{
+		Record:   rec,
 		Tracker:  job.TrackerOptions{Backend: backend, Log: o.s.err, Verbose: o.Verbose, MaxMembers: o.MaxMembers, RingBytes: o.RingBytes},
 		StateDir: o.StateDir,
 		Reaping:  policy.ResolveReaping(env, policy.Setting{Source: "--reaping", Switch: flag}),
@@ -99,6 +112,25 @@ func (o *serveOptions) options() (server.Options, server.ListenOptions, error) {
 		Log:      o.s.err,
 	}
 	return opts, server.ListenOptions{Mode: os.FileMode(mode), Group: o.SocketGroup}, nil
+}
+
+// recordOptions checks the record flags.
+func (o *serveOptions) recordOptions() (server.RecordOptions, error) {
+	if o.RecordKeep < 1 {
+		return server.RecordOptions{}, fmt.Errorf("%w option: --record-keep %d: must be at least 1", lineage.ErrInvalid, o.RecordKeep)
+	}
+	if o.RecordDir == "" && o.Redact != "" {
+		return server.RecordOptions{}, fmt.Errorf("%w option: --redact: needs --record-dir", lineage.ErrInvalid)
+	}
+	rec := server.RecordOptions{Dir: o.RecordDir, Keep: o.RecordKeep}
+	if o.Redact != "" {
+		re, err := regexp.Compile(o.Redact)
+		if err != nil {
+			return server.RecordOptions{}, fmt.Errorf("%w option: --redact: %v", lineage.ErrInvalid, err)
+		}
+		rec.Redact = re
+	}
+	return rec, nil
 }
 
 func runServe(o *serveOptions) error {

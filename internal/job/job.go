@@ -49,12 +49,13 @@ func (j *Job) keeper() func(lineage.Member) (bool, string) {
 	return j.keeps.keep
 }
 
-// Close stops tracking the job's lineage. It signals nothing.
-// A guardian, if the job has one, is told the job is done: it exits and
-// touches nothing.
+// Close stops tracking the job's lineage, and the tracker forgets what it
+// knew of it. It signals nothing. A guardian, if the job has one, is told
+// the job is done: it exits and touches nothing.
 func (j *Job) Close() error {
 	j.t.unguard()
 	j.t.jobs.Delete(j.root)
+	defer j.t.tree.Forget(j.root)
 	return j.t.backend.Forget(j.root)
 }
 

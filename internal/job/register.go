@@ -29,6 +29,8 @@ type RegisterOptions struct {
 // [lineage.ErrNoProcess] or [lineage.ErrIdentityMismatch] when id names no
 // live process.
 func (t *Tracker) Register(id lineage.Identity, opts RegisterOptions) (*Job, error) {
+	// A root untracked and registered again is tracked again.
+	t.tree.Remember(id)
 	if err := t.backend.Register(id, loader.RootOptions{}); err != nil {
 		return nil, err
 	}

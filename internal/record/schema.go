@@ -63,6 +63,9 @@ type Header struct {
 	// proc backend misses processes that lived and died between two scans).
 	Backend string   `json:"backend,omitempty"`
 	Limits  []string `json:"limits,omitempty"`
+	// Session names the sidecar session a record is of (`lineage serve
+	// --record-dir`).
+	Session string `json:"session,omitempty"`
 }
 
 // Event is one line of a record after the header. Fields that don't apply

@@ -29,6 +29,8 @@ type Options struct {
 	Linger, Grace time.Duration
 	// Log receives notes for people; nil discards them.
 	Log io.Writer
+	// Record asks for one record per session.
+	Record RecordOptions
 }
 
 // Server holds the tracker, the sessions and their roots and keeps. Open
@@ -56,6 +58,10 @@ type Server struct {
 	metrics       *metrics
 	metricsHTTP   []*http.Server
 	metricsClosed bool
+	// saving is the save loop, waited for before the tracker closes.
+	saving sync.WaitGroup
+	// records, if set, writes each session's record (records.go).
+	records *records
 }
 
 // Open opens the tracker and restores the sessions saved in the state
@@ -89,13 +95,23 @@ func Open(opts Options) (*Server, error) {
 	if s.tracker, err = job.OpenTracker(topts); err != nil {
 		return nil, err
 	}
+	if err := s.startRecords(); err != nil {
+		s.tracker.Close()
+		return nil, err
+	}
 	if err := s.restore(); err != nil {
+		s.hub.close()
+		s.records.wait()
 		s.tracker.Close()
 		return nil, err
 	}
 	s.stopSave = make(chan struct{})
 	if s.state != nil {
-		go s.saveLoop(s.stopSave)
+		s.saving.Add(1)
+		go func() {
+			defer s.saving.Done()
+			s.saveLoop(s.stopSave)
+		}()
 	}
 	s.http = &http.Server{
 		Handler:           s.routes(),
@@ -127,7 +143,9 @@ func (s *Server) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	s.hub.close()
+	s.records.wait()
 	close(s.stopSave)
+	s.saving.Wait()
 	_ = s.http.Shutdown(ctx)
 	s.stopMetrics(ctx)
 	s.mu.Lock()
@@ -184,6 +202,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/v1/events", methods{"GET": s.events})
 	mux.Handle("/v1/status", methods{"GET": s.status})
 	mux.Handle("GET /metrics", s.metrics.handler())
+	mux.Handle("/v1/why/{process}", methods{"GET": s.why})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound("no endpoint %s", r.URL.Path))
 	})
