@@ -34,6 +34,11 @@ func (t *Tracker) Register(id lineage.Identity, opts RegisterOptions) (*Job, err
 	if err := t.backend.Register(id, loader.RootOptions{}); err != nil {
 		return nil, err
 	}
+	return t.registered(id, opts), nil
+}
+
+// registered is the job of id, a registered root.
+func (t *Tracker) registered(id lineage.Identity, opts RegisterOptions) *Job {
 	cmd := opts.Command
 	if cmd == nil {
 		cmd, _ = t.proc.Argv(int(id.PID))
@@ -41,7 +46,7 @@ func (t *Tracker) Register(id lineage.Identity, opts RegisterOptions) (*Job, err
 	started := time.Now()
 	j := &Job{t: t, root: id, started: started}
 	j.rep = Report{Command: cmd, Root: id, Backend: t.choice, Started: started}
-	return j, nil
+	return j
 }
 
 // Root is the job's root.

@@ -30,6 +30,10 @@ type TrackerOptions struct {
 	// RingBytes sizes the bpf backend's event ring buffer; zero means its
 	// default (see [loader.BPFOptions]).
 	RingBytes uint32
+	// PinRoot, when set, pins the bpf backend's tracker there (see
+	// [loader.BPFOptions]): it outlives the process, and the next tracker
+	// with the same PinRoot takes it over. Only `lineage serve` pins.
+	PinRoot string
 	// Interval is the proc backend's time between scans; zero adapts.
 	Interval time.Duration
 	// Log receives notes for people ("lineage: ..." lines); nil discards
@@ -96,7 +100,9 @@ func OpenTracker(opts TrackerOptions) (*Tracker, error) {
 	}
 	t.children = supervise.WatchChildren()
 	t.backend, t.choice, err = loader.Open(opts.Backend, loader.Options{
-		BPF:  &loader.BPFOptions{MaxMembers: opts.MaxMembers, OnFull: opts.OnFull, RingBytes: opts.RingBytes},
+		BPF: &loader.BPFOptions{
+			MaxMembers: opts.MaxMembers, OnFull: opts.OnFull, RingBytes: opts.RingBytes, PinRoot: opts.PinRoot,
+		},
 		Proc: &loader.ProcOptions{Interval: opts.Interval, Reaper: t.children},
 	})
 	if err != nil {
@@ -109,6 +115,7 @@ func OpenTracker(opts TrackerOptions) (*Tracker, error) {
 		return nil, err
 	}
 	t.detail("lineage: backend %s\n", t.choice)
+	t.notePinned()
 	t.startEvents()
 	return t, nil
 }
@@ -132,7 +139,8 @@ func (t *Tracker) Drain() {
 }
 
 // Close drains the events and closes the backend: nothing is tracked once
-// it returns. Jobs registered to die with their supervisor live on.
+// it returns, unless the tracker is pinned (TrackerOptions.PinRoot), which
+// the kernel runs on. Jobs registered to die with their supervisor live on.
 func (t *Tracker) Close() error {
 	t.Drain()
 	err := t.backend.Close()

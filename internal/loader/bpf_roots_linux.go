@@ -275,3 +275,11 @@ func (b *BPF) Forget(root lineage.Identity) error {
 	}
 	return it.Err()
 }
+
+// IsRoot reports whether id is a registered root in the kernel's map: with
+// a pinned tracker, one an earlier tracker registered. The root itself may
+// have exited; its members stay its lineage.
+func (b *BPF) IsRoot(id lineage.Identity) bool {
+	var r lineageRoot
+	return b.objs.Roots.Lookup(id.PID, &r) == nil && r.Start == id.StartTicks
+}

@@ -64,9 +64,11 @@ type Server struct {
 	records *records
 }
 
-// Open opens the tracker and restores the sessions saved in the state
-// directory, re-registering the roots that still run. The calling process
-// becomes a child subreaper, as for any tracker.
+// Open opens the tracker (taking a pinned one over, when
+// Options.Tracker.PinRoot has one) and restores the sessions saved in the
+// state directory: roots the pinned tracker still has come back with their
+// lineage as the kernel kept it, others that still run are registered
+// again. The calling process becomes a child subreaper, as for any tracker.
 func Open(opts Options) (*Server, error) {
 	s := &Server{opts: opts, sessions: make(map[string]*session), hub: newHub(), log: opts.Log}
 	if s.log == nil {
@@ -132,8 +134,9 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 // Close stops serving, ends the event streams, stops watching owners and
-// closes the tracker. Roots are neither reaped nor forgotten: the state
-// file keeps them for the next start.
+// closes the tracker, which tracks on in the kernel when it is pinned.
+// Roots are neither reaped nor forgotten: the state file keeps them for the
+// next start.
 func (s *Server) Close() error {
 	s.closing.Do(func() { s.closeErr = s.close() })
 	return s.closeErr
