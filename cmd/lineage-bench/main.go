@@ -42,10 +42,12 @@ func main() {
 	reapRounds := flag.Int("reap-rounds", 3, "interleaved rounds per reap latency figure")
 	only := flag.String("only", "", `"reap": measure the reap latency alone`)
 	backends := flag.String("reap-backends", "bpf,proc", "the backends whose reap latency is measured")
+	baseline := flag.String("reap-baseline", "", "another lineage binary (an older build) whose bpf reap latency is measured in the same rounds")
 	flag.Parse()
+	reapCols := reapColumns(*lineageBin, *baseline, strings.Split(*backends, ","))
 	if *only == "reap" {
 		fmt.Printf("## lineage benchmarks\n\n%s\n\n", machine())
-		benchReap(*lineageBin, *reapRounds, strings.Split(*backends, ","))
+		benchReap(reapCols, *reapRounds)
 		return
 	}
 
@@ -91,17 +93,30 @@ func main() {
 		fail(err)
 	}
 	printWalls(walls)
-	benchReap(*lineageBin, *reapRounds, strings.Split(*backends, ","))
+	benchReap(reapCols, *reapRounds)
 }
 
-func benchReap(lineageBin string, rounds int, backends []string) {
+// reapColumns names what the reap latency is measured for: the baseline
+// binary's bpf backend, if given, then lineage's with each backend.
+func reapColumns(lineageBin, baseline string, backends []string) []reapColumn {
+	var cols []reapColumn
+	if baseline != "" {
+		cols = append(cols, reapColumn{name: "baseline, bpf", bin: baseline, backend: "bpf"})
+	}
+	for _, b := range backends {
+		cols = append(cols, reapColumn{name: "`lineage run`, " + b, bin: lineageBin, backend: b})
+	}
+	return cols
+}
+
+func benchReap(cols []reapColumn, rounds int) {
 	sizes := []int{100, 1000, 5000}
 	load := loadAverage()
-	res, err := measureReap(lineageBin, sizes, backends, rounds)
+	res, err := measureReap(cols, sizes, rounds)
 	if err != nil {
 		fail(err)
 	}
-	printReap(res, sizes, backends, load)
+	printReap(res, sizes, cols, load)
 }
 
 func fail(err error) {

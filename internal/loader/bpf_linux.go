@@ -15,6 +15,7 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/proc"
 )
 
@@ -60,6 +61,14 @@ type BPFOptions struct {
 
 	// layout overrides LayoutVersion, for tests of migration.
 	layout uint32
+	// KillUser bounds every kill the kernel side makes (containment, the
+	// hard cancel, untracked processes) as kill(2) bounds that user: a
+	// process is killed only if its real or saved uid is the user's real
+	// or effective uid; the others are skipped and counted
+	// (Stats.UIDSpared). Nil takes this process's own user
+	// ([policy.InvokingUser]): no bound as root, the user who ran lineage
+	// under a setcap install.
+	KillUser *policy.KillUser
 }
 
 func (o *BPFOptions) withDefaults() BPFOptions {
@@ -81,6 +90,9 @@ func (o *BPFOptions) withDefaults() BPFOptions {
 	}
 	if out.ProcRoot == "" {
 		out.ProcRoot = "/proc"
+	}
+	if out.KillUser == nil {
+		out.KillUser = policy.InvokingUser(os.Getuid(), os.Geteuid())
 	}
 	return out
 }
@@ -201,9 +213,18 @@ func variantSpec(l Loaded, o BPFOptions) (*ebpf.CollectionSpec, error) {
 		lineageVarKillWithSupervisor: l.HardCancel == HardCancelKernel && o.PinRoot == "",
 		lineageVarWakeupBytes:        o.RingBytes / 4,
 		lineageVarKillUntracked:      o.OnFull != OnFullEscape,
+		lineageVarKillUidBounded:     o.KillUser != nil,
 	} {
 		if err := spec.Variables[name].Set(value); err != nil {
 			return nil, fmt.Errorf("set %s: %w", name, err)
+		}
+	}
+	if u := o.KillUser; u != nil {
+		if err := spec.Variables[lineageVarKillUidReal].Set(u.Real); err != nil {
+			return nil, fmt.Errorf("set %s: %w", lineageVarKillUidReal, err)
+		}
+		if err := spec.Variables[lineageVarKillUidEffective].Set(u.Effective); err != nil {
+			return nil, fmt.Errorf("set %s: %w", lineageVarKillUidEffective, err)
 		}
 	}
 	return spec, nil
