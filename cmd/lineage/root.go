@@ -60,6 +60,7 @@ lineage polls /proc instead.`,
 		newCmdEvents(s),
 		newCmdVersion(s),
 		newCmdWhy(s, nil),
+		newCmdStatus(s),
 	)
 	return root
 }

@@ -26,6 +26,10 @@ type OpenSession struct {
 	// Keep are the session's first keep rules (`lineage run --keep`):
 	// they spare processes from every reap of the session.
 	Keep []policy.Keep `json:"keep,omitempty"`
+	// SelfClose lets a member of the session close it (a CI runner's
+	// job-completed hook runs inside the job it ends); that close spares
+	// the caller's chain of lineage parents up to its root.
+	SelfClose bool `json:"self_close,omitempty"`
 }
 
 // AddRoot is the body of POST /v1/roots: register the running process PID
@@ -67,6 +71,9 @@ type Session struct {
 	Roots   []Root            `json:"roots"`
 	Keeps   []Keep            `json:"keeps"`
 	Closing bool              `json:"closing,omitempty"`
+
+	// SelfClose: see [OpenSession].
+	SelfClose bool `json:"self_close,omitempty"`
 }
 
 // Root is a registered root as the API shows it.

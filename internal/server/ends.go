@@ -22,11 +22,11 @@ func (s *Server) turnEnd(r *http.Request, p Peer) (int, any, error) {
 }
 
 func (s *Server) closeSessionHandler(r *http.Request, p Peer) (int, any, error) {
-	se, err := s.changeable(r.PathValue("id"), p, "close a session")
+	se, spare, err := s.closable(r.PathValue("id"), p)
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, s.closeSession(context.WithoutCancel(r.Context()), se.id, p.UID), nil
+	return http.StatusOK, s.closeSparing(context.WithoutCancel(r.Context()), se.id, p.UID, spare), nil
 }
 
 func (s *Server) reportSession(r *http.Request, p Peer) (int, any, error) {
@@ -86,11 +86,16 @@ func (s *Server) rootsOf(se *session) []rootEntry {
 // and forgets the roots whose lineage is empty afterwards (all of them on
 // a session close). The caller saves the state.
 func (s *Server) end(ctx context.Context, se *session, ev policy.Event, uid uint32) Ended {
+	return s.endSparing(ctx, se, ev, uid, nil)
+}
+
+// endSparing is end with spare added to the session's keep rules.
+func (s *Server) endSparing(ctx context.Context, se *session, ev policy.Event, uid uint32, spare policy.KeepRules) Ended {
 	se.op.Lock()
 	defer se.op.Unlock()
 	out := Ended{Session: se.id, Event: ev.String(), Kind: se.kind.String(), Reaping: s.opts.Reaping.String(), Roots: []RootEnd{}}
 	s.mu.Lock()
-	keeps := se.keepRules()
+	keeps := append(se.keepRules(), spare...)
 	s.mu.Unlock()
 	for _, e := range s.rootsOf(se) {
 		rep := e.rt.job.Settle(ctx, job.SettleOptions{
@@ -130,6 +135,12 @@ func (s *Server) forget(se *session, e rootEntry) {
 // decided on as a session close calls for, then forgotten, and the session
 // is gone.
 func (s *Server) closeSession(ctx context.Context, id string, uid uint32) Ended {
+	return s.closeSparing(ctx, id, uid, nil)
+}
+
+// closeSparing is closeSession with spare added to the keep rules of id
+// and of its child sessions.
+func (s *Server) closeSparing(ctx context.Context, id string, uid uint32, spare policy.KeepRules) Ended {
 	s.mu.Lock()
 	se := s.sessions[id]
 	kids := s.children(id)
@@ -139,9 +150,9 @@ func (s *Server) closeSession(ctx context.Context, id string, uid uint32) Ended 
 	}
 	var done []Ended
 	for _, kid := range kids {
-		done = append(done, s.closeSession(ctx, kid, uid))
+		done = append(done, s.closeSparing(ctx, kid, uid, spare))
 	}
-	out := s.end(ctx, se, policy.SessionClose, uid)
+	out := s.endSparing(ctx, se, policy.SessionClose, uid, spare)
 	out.Children = done
 	s.mu.Lock()
 	se.closed = true

@@ -201,7 +201,7 @@ func (s *Server) restoreRoot(se *session, id lineage.Identity, r Root) error {
 func (s *Server) restoreSession(ss Session) *session {
 	se := &session{
 		id: ss.ID, kind: parseKind(ss.Kind), label: ss.Label, parent: ss.Parent, owner: ss.Owner,
-		uid: ss.UID, opened: ss.Opened, roots: make(map[lineage.Identity]*root),
+		selfClose: ss.SelfClose, uid: ss.UID, opened: ss.Opened, roots: make(map[lineage.Identity]*root),
 	}
 	for _, r := range ss.Roots {
 		if err := s.restoreRoot(se, r.Root, r); err == nil {
