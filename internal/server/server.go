@@ -29,6 +29,9 @@ type Options struct {
 	Linger, Grace time.Duration
 	// Log receives notes for people; nil discards them.
 	Log io.Writer
+	// BodyTimeout bounds the time a client takes to send a request body
+	// once its headers are in; zero means [DefaultBodyTimeout].
+	BodyTimeout time.Duration
 }
 
 // Server holds the tracker, the sessions and their roots and keeps. Open
@@ -89,7 +92,7 @@ func Open(opts Options) (*Server, error) {
 		go s.saveLoop(s.stopSave)
 	}
 	s.http = &http.Server{
-		Handler:           s.routes(),
+		Handler:           s.readBodies(s.routes()),
 		ConnContext:       peerContext,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       time.Minute,
