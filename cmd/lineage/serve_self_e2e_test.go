@@ -25,6 +25,7 @@ func TestServeLeftoverCannotFreeItself(t *testing.T) {
 	leftover := fmt.Sprintf(`
 		%[1]s keep %[2]s; echo "keep $?"
 		%[1]s keep --root "$ROOT"; echo "keep-root $?"
+		%[1]s keep --rm %[2]s; echo "keep-rm $?"
 		%[1]s roots rm "$ROOT"; echo "rm $?"
 		%[1]s turn end self; echo "turn $?"
 		%[1]s session close other; echo "close-other $?"
@@ -46,13 +47,13 @@ func TestServeLeftoverCannotFreeItself(t *testing.T) {
 		raw, _ := os.ReadFile(out)
 		answers = string(raw)
 	}
-	for _, what := range []string{"keep", "keep-root", "rm", "turn", "close-other", "close-self"} {
+	for _, what := range []string{"keep", "keep-root", "keep-rm", "rm", "turn", "close-other", "close-self"} {
 		if !strings.Contains(answers, "\n"+what+" 125\n") {
 			t.Errorf("%s was not refused", what)
 		}
 	}
-	if got := strings.Count(answers, "403 forbidden"); got != 6 {
-		t.Errorf("%d answers 403, want 6:\n%s", got, answers)
+	if got := strings.Count(answers, "403 forbidden"); got != 7 {
+		t.Errorf("%d answers 403, want 7:\n%s", got, answers)
 	}
 	left := atLeastSleepers(t, mark, 1)
 	var s server.Session

@@ -174,6 +174,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/v1/roots", methods{"GET": s.listRoots, "POST": s.addRoot})
 	mux.Handle("/v1/roots/{id}", methods{"GET": s.getRoot, "DELETE": s.removeRoot})
 	mux.Handle("/v1/keeps", methods{"POST": s.addKeep})
+	mux.Handle("/v1/keeps/{rule}", methods{"DELETE": s.removeKeep})
 	mux.Handle("/v1/events", methods{"GET": s.events})
 	mux.Handle("/v1/status", methods{"GET": s.status})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
