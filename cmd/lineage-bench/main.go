@@ -8,7 +8,11 @@
 //   - with -record, only the spawner's rates under `lineage run` with and
 //     without --record;
 //   - the reap latency of `lineage run` (job exit → lineage exit) with 100,
-//     1,000 and 5,000 leftovers, against the pidfd floor.
+//     1,000 and 5,000 leftovers, against the pidfd floor;
+//   - the sidecar's: `lineage exec -- true` over `true`, registering a
+//     process with 1,000 descendants, closing a session of 100 roots with
+//     10 leftovers each beside the pidfd floor for 1,000, and the daemon's
+//     RSS idle and with 10,000 members.
 //
 // It needs root (the BPF tracker) and gcc (the spawner is a small C program,
 // so that the Go runtime's own fork cost doesn't blur the figures).
@@ -40,9 +44,21 @@ func main() {
 	guardRuns := flag.Int("guardian-forks", 2000, "forks per `lineage run` spawner measurement, guardian on and off (0: skip)")
 	recordOnly := flag.Bool("record", false, "measure only what `lineage run --record` costs the spawner")
 	reapRounds := flag.Int("reap-rounds", 3, "interleaved rounds per reap latency figure")
-	only := flag.String("only", "", `"reap": measure the reap latency alone`)
+	only := flag.String("only", "", `"reap": measure the reap latency alone; "serve": the sidecar's figures alone`)
+	var sb serveBench
+	flag.IntVar(&sb.rounds, "serve-rounds", 5, "interleaved rounds per sidecar figure")
+	flag.IntVar(&sb.execRuns, "exec-runs", 20, "runs per `lineage exec -- true` measurement")
+	flag.IntVar(&sb.adopt, "adopt", 1000, "descendants of the process registered by pid")
+	flag.IntVar(&sb.closeRoots, "close-roots", 100, "roots of the session closed")
+	flag.IntVar(&sb.closeEach, "close-each", 10, "leftovers of each root of the session closed")
+	flag.IntVar(&sb.rssMembers, "rss-members", 10000, "members tracked when the daemon's RSS is read")
 	backends := flag.String("reap-backends", "bpf,proc", "the backends whose reap latency is measured")
 	flag.Parse()
+	if *only == "serve" {
+		fmt.Printf("## lineage benchmarks\n\n%s\n\n", machine())
+		benchServe(*lineageBin, sb)
+		return
+	}
 	if *only == "reap" {
 		fmt.Printf("## lineage benchmarks\n\n%s\n\n", machine())
 		benchReap(*lineageBin, *reapRounds, strings.Split(*backends, ","))
@@ -92,6 +108,7 @@ func main() {
 	}
 	printWalls(walls)
 	benchReap(*lineageBin, *reapRounds, strings.Split(*backends, ","))
+	benchServe(*lineageBin, sb)
 }
 
 func benchReap(lineageBin string, rounds int, backends []string) {
