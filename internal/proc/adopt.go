@@ -1,7 +1,11 @@
 package proc
 
 import (
+	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
@@ -17,7 +21,14 @@ import (
 // that a descendant created and that was reparented away before the first
 // pass can't be found this way. Every fork after root is registered is
 // caught by the backend itself.
+//
+// A root with no children (lineage exec registering itself before its
+// execve) has no descendants to find, and costs no pass: what it forks
+// from now on is the backend's.
 func (p FS) Adopt(root lineage.Identity, isMember func(lineage.Identity) bool, add func(child lineage.Stat, parent lineage.Identity) error) (int, error) {
+	if p.childless(int(root.PID)) {
+		return 0, nil
+	}
 	added := 0
 	for pass := 0; ; pass++ {
 		if pass > 1000 {
@@ -79,4 +90,22 @@ func (p FS) adoptPass(root lineage.Identity, isMember func(lineage.Identity) boo
 		}
 	}
 	return added, nil
+}
+
+// childless reports whether every thread of pid shows an empty children
+// list. It is false when that can't be read (a kernel built without
+// CONFIG_PROC_CHILDREN): then only a pass over /proc can tell.
+func (p FS) childless(pid int) bool {
+	dir := filepath.Join(p.root, strconv.Itoa(pid), "task")
+	tasks, err := os.ReadDir(dir)
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, t := range tasks {
+		raw, err := os.ReadFile(filepath.Join(dir, t.Name(), "children"))
+		if err != nil || len(bytes.TrimSpace(raw)) > 0 {
+			return false
+		}
+	}
+	return true
 }
