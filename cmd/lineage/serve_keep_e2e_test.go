@@ -98,3 +98,43 @@ func TestServeKeepRemoved(t *testing.T) {
 		}
 	}
 }
+
+// A keep with a TTL ends by itself, and its expiry is in the event stream.
+func TestServeKeepExpiryIsInTheStream(t *testing.T) {
+	d := startDaemon(t, "")
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d.execRoot("x", "autonomous", fmt.Sprintf("setsid sleep %s & sleep 0.2", testutil.Sleep(mark)))
+	left := atLeastSleepers(t, mark, 1)
+	body, err := d.client().Stream(ctx, "/v1/events?session=x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer body.Close()
+	id := fmt.Sprintf("%d@%d", left[0].PID, left[0].StartTicks)
+	d.do("POST", "/v1/keeps", server.AddKeep{Process: id, TTL: "1s"}, nil)
+	sc := bufio.NewScanner(body)
+	expired := make(chan bool, 1)
+	go func() {
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), `"reason":"keep expired `+id+`"`) {
+				expired <- true
+				return
+			}
+		}
+	}()
+	select {
+	case <-expired:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no expiry event in the stream")
+	}
+	var s server.Session
+	d.do("GET", "/v1/sessions/x", nil, &s)
+	if len(s.Keeps) != 0 {
+		t.Errorf("keeps after the expiry: %+v", s.Keeps)
+	}
+	d.do("POST", "/v1/sessions/x/close", nil, nil)
+	allGone(t, left)
+}

@@ -42,8 +42,32 @@ func (s *Server) addKeep(r *http.Request, p Peer) (int, any, error) {
 	se.keeps = append(se.keeps, k)
 	s.mu.Unlock()
 	s.hub.kept(se.id, m, "keep "+rule.String())
+	if ttl > 0 {
+		s.expireLater(se, m.Identity, k)
+	}
 	s.save()
 	return http.StatusCreated, k.view(), nil
+}
+
+// expireLater drops k from se when it expires, and says so in the event
+// stream. A server that closed first does nothing.
+func (s *Server) expireLater(se *session, id lineage.Identity, k keep) {
+	time.AfterFunc(time.Until(k.expires), func() {
+		select {
+		case <-s.stopSave:
+			return
+		default:
+		}
+		s.mu.Lock()
+		n := len(se.keeps)
+		se.keeps = slices.DeleteFunc(se.keeps, func(x keep) bool { return x == k })
+		gone := len(se.keeps) < n && !se.closed
+		s.mu.Unlock()
+		if gone {
+			s.hub.kept(se.id, lineage.Member{Identity: id}, "keep expired "+k.rule.String())
+			s.save()
+		}
+	})
 }
 
 // sessionOfMember finds the session whose lineage id belongs to, for p.
