@@ -34,13 +34,19 @@ type benchDaemon struct {
 	bin  string
 }
 
-func startBenchDaemon(lineageBin string) (*benchDaemon, error) {
+// startBenchDaemon starts a daemon that keeps its state under $TMPDIR,
+// or none when stateless.
+func startBenchDaemon(lineageBin string, stateless bool) (*benchDaemon, error) {
 	dir, err := os.MkdirTemp("", "lineage-bench-serve")
 	if err != nil {
 		return nil, err
 	}
 	d := &benchDaemon{dir: dir, sock: filepath.Join(dir, "lineage.sock"), bin: lineageBin}
-	d.cmd = exec.Command(lineageBin, "serve", "--backend", "bpf", "--socket", d.sock, "--state-dir", filepath.Join(dir, "state"))
+	state := filepath.Join(dir, "state")
+	if stateless {
+		state = ""
+	}
+	d.cmd = exec.Command(lineageBin, "serve", "--backend", "bpf", "--socket", d.sock, "--state-dir", state)
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := d.cmd.Start(); err != nil {
 		os.RemoveAll(dir)
@@ -336,7 +342,7 @@ type serveBench struct {
 // their tables.
 func benchServe(lineageBin string, b serveBench) {
 	load := loadAverage()
-	d, err := startBenchDaemon(lineageBin)
+	d, err := startBenchDaemon(lineageBin, false)
 	if err != nil {
 		fail(err)
 	}
@@ -345,12 +351,23 @@ func benchServe(lineageBin string, b serveBench) {
 	if err != nil {
 		fail(err)
 	}
+	// The same exec against a daemon that keeps no state: what the state
+	// file's write (and its fsyncs) costs each registration.
+	if d, err = startBenchDaemon(lineageBin, true); err != nil {
+		fail(err)
+	}
+	res.stateless, err = measureExecWall(d, b.rounds, b.execRuns)
+	d.stop()
+	if err != nil {
+		fail(fmt.Errorf("exec, no state: %w", err))
+	}
 	res.print(b, load)
 }
 
 type serveResults struct {
 	idle, busy int64
 	walls      map[wallKey][]float64
+	stateless  map[wallKey][]float64
 	adopt      []float64
 	closes     map[string][]float64
 }
@@ -381,6 +398,8 @@ func (r serveResults) print(b serveBench, load string) {
 	base := median(walls["true"])
 	ex := median(walls["lineage exec -- true"])
 	fmt.Printf("| `lineage exec -- true`, over `true` | +%s (%s) | `true`: %s | ≤ +5 ms |\n", ms(ex-base), ms(ex), ms(base))
+	base, ex = median(r.stateless["true"]), median(r.stateless["lineage exec -- true"])
+	fmt.Printf("| the same, daemon without a state directory | +%s (%s) | `true`: %s | |\n", ms(ex-base), ms(ex), ms(base))
 	fmt.Printf("| register a running process with %d descendants (`POST /v1/roots`, adoption included) | %s | | |\n", b.adopt, ms(median(adopt)))
 	floor, cl := median(closes["floor"]), median(closes["close"])
 	fmt.Printf("| close a session of %d roots × %d leftovers | %s (%.2f×) | pidfd floor for %d: %s | ≤ 2× |\n", b.closeRoots, b.closeEach, ms(cl), cl/floor, b.closeRoots*b.closeEach, ms(floor))
