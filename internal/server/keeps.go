@@ -53,10 +53,10 @@ func (s *Server) addKeep(r *http.Request, p Peer) (int, any, error) {
 // stream. A server that closed first does nothing.
 func (s *Server) expireLater(se *session, id lineage.Identity, k keep) {
 	time.AfterFunc(time.Until(k.expires), func() {
-		select {
-		case <-s.stopSave:
+		s.bgMu.RLock()
+		defer s.bgMu.RUnlock()
+		if s.bgClosed {
 			return
-		default:
 		}
 		s.mu.Lock()
 		n := len(se.keeps)

@@ -54,6 +54,11 @@ type Server struct {
 	closing     sync.Once
 	closeErr    error
 	stopSave    chan struct{}
+	// bgMu orders the saves no request asked for (the save loop, keep
+	// expiries), which run under its read lock, before the tracker's
+	// close, which sets bgClosed under its lock first.
+	bgMu     sync.RWMutex
+	bgClosed bool
 }
 
 // Open opens the tracker and restores the sessions saved in the state
@@ -122,6 +127,9 @@ func (s *Server) close() error {
 	defer cancel()
 	s.hub.close()
 	close(s.stopSave)
+	s.bgMu.Lock()
+	s.bgClosed = true
+	s.bgMu.Unlock()
 	_ = s.http.Shutdown(ctx)
 	s.mu.Lock()
 	for _, se := range s.sessions {

@@ -104,8 +104,19 @@ func (s *Server) saveLoop(stop <-chan struct{}) {
 		case <-stop:
 			return
 		case <-tick.C:
-			s.save()
+			s.backgroundSave()
 		}
+	}
+}
+
+// backgroundSave saves, unless the server is closing: a save the server
+// didn't ask for in a request (the loop, a keep's expiry) must not list
+// members while the tracker closes.
+func (s *Server) backgroundSave() {
+	s.bgMu.RLock()
+	defer s.bgMu.RUnlock()
+	if !s.bgClosed {
+		s.save()
 	}
 }
 
