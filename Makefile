@@ -10,6 +10,11 @@
 
 GO ?= go
 BIN := bin/lineage
+# lineage version reads these (internal/buildinfo); a plain go build falls
+# back to the toolchain's VCS stamps.
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo devel)
+COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+LDFLAGS := -X github.com/lineage-dev/lineage/internal/buildinfo.version=$(VERSION) -X github.com/lineage-dev/lineage/internal/buildinfo.commit=$(COMMIT)
 GOFLAGS_TEST ?= -race -count=1 -timeout 45m
 
 .PHONY: all build test test-short demo bench generate vet fmt clean kmatrix
@@ -17,7 +22,7 @@ GOFLAGS_TEST ?= -race -count=1 -timeout 45m
 all: build
 
 build:
-	$(GO) build -o $(BIN) ./cmd/lineage
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/lineage
 
 vet:
 	$(GO) vet ./...

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lineage-dev/lineage/internal/buildinfo"
 	"github.com/lineage-dev/lineage/internal/job"
 )
 
@@ -36,7 +37,11 @@ A small BPF program keeps the membership in the kernel; where BPF can't load,
 lineage polls /proc instead.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		Version:       buildinfo.Get().String(),
 	}
+	root.SetVersionTemplate("lineage {{.Version}}\n")
+	// No -v shorthand: -v says "verbose" everywhere else.
+	root.Flags().Bool("version", false, "print the version, as lineage version does")
 	root.SetIn(s.in)
 	root.SetOut(s.out)
 	root.SetErr(s.err)
@@ -52,6 +57,8 @@ lineage polls /proc instead.`,
 		newCmdTurn(s),
 		newCmdKeep(s),
 		newCmdEvents(s),
+		newCmdVersion(s),
+		newCmdWhy(s, nil),
 	)
 	return root
 }

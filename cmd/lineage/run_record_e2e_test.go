@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/internal/buildinfo"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
@@ -49,8 +50,9 @@ type reportedProcess struct {
 
 type reportedRecord struct {
 	Header struct {
-		Backend string   `json:"backend"`
-		Limits  []string `json:"limits"`
+		Backend string          `json:"backend"`
+		Limits  []string        `json:"limits"`
+		Build   *buildinfo.Info `json:"build"`
 	} `json:"header"`
 	Processes []reportedProcess `json:"processes"`
 }
@@ -76,6 +78,10 @@ func TestRunRecordsAJob(t *testing.T) {
 			}
 			if (backend == loader.BackendProc) != (len(rec.Header.Limits) > 0) {
 				t.Errorf("header limits %q on %s", rec.Header.Limits, backend)
+			}
+			// The record and the report name the binary that made them.
+			if b := buildinfo.Get(); rec.Header.Build == nil || *rec.Header.Build != b || res.report.Build == nil || *res.report.Build != b {
+				t.Errorf("record build %+v, report build %+v, want %+v", rec.Header.Build, res.report.Build, b)
 			}
 			checkRecordedJob(t, rec.Processes, mark, backend)
 			tree, err := lineageCmd("report", path).Output()

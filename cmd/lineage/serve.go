@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
+	"regexp"
 	"strconv"
 	"syscall"
 	"time"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/lineage-dev/lineage/internal/client"
 	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/reap"
@@ -30,6 +33,13 @@ type serveOptions struct {
 	Grace       time.Duration
 	Linger      time.Duration
 	Verbose     bool
+	// MetricsListen is a TCP address for /metrics, besides the socket.
+	MetricsListen string
+	MaxMembers    uint32
+	RingBytes     uint32
+	RecordDir     string
+	RecordKeep    int
+	Redact        string
 }
 
 func newCmdServe(s streams) *cobra.Command {
@@ -41,6 +51,9 @@ func newCmdServe(s streams) *cobra.Command {
 Unix socket (curl --unix-socket SOCKET http://x/v1/...; see docs/api.md),
 authorises callers by their uid, and keeps sessions, roots and keeps in
 --state-dir so that a restarted daemon picks them up again.
+
+GET /metrics answers Prometheus metrics (lineage_*; no pid or session
+labels) to whoever reaches the socket, and with --metrics-listen over TCP.
 
 LINEAGE_REAPING=off in the daemon's environment wins over --reaping.`,
 		Args: cobra.NoArgs,
@@ -56,6 +69,12 @@ LINEAGE_REAPING=off in the daemon's environment wins over --reaping.`,
 	f.DurationVar(&o.Grace, "grace", reap.DefaultGrace, "time between SIGTERM and SIGKILL")
 	f.DurationVar(&o.Linger, "linger", 0, "time leftovers get to exit by themselves before a reap")
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "say more")
+	f.StringVar(&o.MetricsListen, "metrics-listen", "", "also serve /metrics over TCP on this address (host:port); it needs no authorisation")
+	f.Uint32Var(&o.MaxMembers, "max-members", loader.DefaultMaxMembers, "bpf backend: how many processes can be tracked at once, across all sessions")
+	f.Uint32Var(&o.RingBytes, "ring-bytes", loader.DefaultRingBytes, "bpf backend: size of the event ring buffer, a power of two of at least a page; events that don't fit are counted as lost")
+	f.StringVar(&o.RecordDir, "record-dir", "", "write one record per session here (JSON Lines, docs/record.md; files 0600, the daemon's user's)")
+	f.IntVar(&o.RecordKeep, "record-keep", server.DefaultRecordKeep, "with --record-dir: keep at most this many files, removing the oldest closed sessions' first")
+	f.StringVar(&o.Redact, "redact", "", "with --record-dir: mask argv words matching this regular expression in the records")
 	return cmd
 }
 
@@ -72,12 +91,20 @@ func (o *serveOptions) options() (server.Options, server.ListenOptions, error) {
 	if err != nil {
 		return server.Options{}, server.ListenOptions{}, err
 	}
+	if err := loader.ValidateMaxMembers(o.MaxMembers); err != nil {
+		return server.Options{}, server.ListenOptions{}, fmt.Errorf("--max-members: %w", err)
+	}
 	mode, err := strconv.ParseUint(o.SocketMode, 8, 32)
 	if err != nil || mode > 0o777 {
 		return server.Options{}, server.ListenOptions{}, fmt.Errorf("--socket-mode %q: want octal permission bits", o.SocketMode)
 	}
+	rec, err := o.recordOptions()
+	if err != nil {
+		return server.Options{}, server.ListenOptions{}, err
+	}
 	opts := server.Options{
-		Tracker:  job.TrackerOptions{Backend: backend, Log: o.s.err, Verbose: o.Verbose},
+		Record:   rec,
+		Tracker:  job.TrackerOptions{Backend: backend, Log: o.s.err, Verbose: o.Verbose, MaxMembers: o.MaxMembers, RingBytes: o.RingBytes},
 		StateDir: o.StateDir,
 		Reaping:  policy.ResolveReaping(env, policy.Setting{Source: "--reaping", Switch: flag}),
 		Grace:    o.Grace,
@@ -87,20 +114,59 @@ func (o *serveOptions) options() (server.Options, server.ListenOptions, error) {
 	return opts, server.ListenOptions{Mode: os.FileMode(mode), Group: o.SocketGroup}, nil
 }
 
+// recordOptions checks the record flags.
+func (o *serveOptions) recordOptions() (server.RecordOptions, error) {
+	if o.RecordKeep < 1 {
+		return server.RecordOptions{}, fmt.Errorf("%w option: --record-keep %d: must be at least 1", lineage.ErrInvalid, o.RecordKeep)
+	}
+	if o.RecordDir == "" && o.Redact != "" {
+		return server.RecordOptions{}, fmt.Errorf("%w option: --redact: needs --record-dir", lineage.ErrInvalid)
+	}
+	rec := server.RecordOptions{Dir: o.RecordDir, Keep: o.RecordKeep}
+	if o.Redact != "" {
+		re, err := regexp.Compile(o.Redact)
+		if err != nil {
+			return server.RecordOptions{}, fmt.Errorf("%w option: --redact: %v", lineage.ErrInvalid, err)
+		}
+		rec.Redact = re
+	}
+	return rec, nil
+}
+
 func runServe(o *serveOptions) error {
 	opts, lopts, err := o.options()
 	if err != nil {
 		return err
 	}
+	var mln net.Listener
+	if o.MetricsListen != "" {
+		if mln, err = net.Listen("tcp", o.MetricsListen); err != nil {
+			return fmt.Errorf("--metrics-listen: %w", err)
+		}
+	}
 	sock := client.Socket(o.Socket)
 	ln, err := server.Listen(sock, lopts)
 	if err != nil {
+		if mln != nil {
+			mln.Close()
+		}
 		return err
 	}
 	srv, err := server.Open(opts)
 	if err != nil {
 		ln.Close()
+		if mln != nil {
+			mln.Close()
+		}
 		return err
+	}
+	if mln != nil {
+		go func() {
+			if err := srv.ServeMetrics(mln); err != nil {
+				fmt.Fprintf(o.s.err, "lineage: metrics: %v\n", err)
+			}
+		}()
+		fmt.Fprintf(o.s.err, "lineage: metrics on http://%s/metrics\n", mln.Addr())
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)

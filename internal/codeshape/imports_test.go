@@ -20,6 +20,7 @@ var layers = map[string]int{
 	"internal/policy":    1,
 	"internal/proc":      1,
 	"internal/userfile":  1,
+	"internal/buildinfo": 1,
 	"internal/loader":    2,
 	"internal/reap":      2,
 	"internal/supervise": 2,

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lineage-dev/lineage/internal/buildinfo"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/reap"
@@ -48,12 +49,13 @@ func (j *Job) keeper() func(lineage.Member) (bool, string) {
 	return j.keeps.keep
 }
 
-// Close stops tracking the job's lineage. It signals nothing.
-// A guardian, if the job has one, is told the job is done: it exits and
-// touches nothing.
+// Close stops tracking the job's lineage, and the tracker forgets what it
+// knew of it. It signals nothing. A guardian, if the job has one, is told
+// the job is done: it exits and touches nothing.
 func (j *Job) Close() error {
 	j.t.unguard()
 	j.t.jobs.Delete(j.root)
+	defer j.t.tree.Forget(j.root)
 	return j.t.backend.Forget(j.root)
 }
 
@@ -142,6 +144,8 @@ func (j *Job) Reap(ctx context.Context, d policy.Decision, opts ReapOptions) {
 // knows by then and the backend's counters. A tracker drained first has
 // every exit in the tree.
 func (j *Job) Report() *Report {
+	b := buildinfo.Get()
+	j.rep.Build = &b
 	j.rep.fill(j.t.tree)
 	if st, err := j.t.backend.Stats(); err == nil {
 		j.rep.Stats = st

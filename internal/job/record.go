@@ -49,16 +49,31 @@ func (t *Tracker) startRecord(spec RecordSpec, command []string) (*recorder, err
 	if spec.File == nil {
 		return nil, nil
 	}
-	h := record.HostHeader(command)
-	h.Backend = t.choice.Backend
-	h.Limits = backendLimits(t.choice.Backend)
-	w, err := record.NewFileWriter(spec.File, h, &record.Options{Redact: spec.Redact})
+	w, err := record.NewFileWriter(spec.File, t.RecordHeader(command), &record.Options{Redact: spec.Redact})
 	if err != nil {
 		return nil, fmt.Errorf("record: %w", err)
 	}
 	r := &recorder{w: w}
 	t.recorder.Store(r)
 	return r, nil
+}
+
+// RecordHeader is the header of a record of this tracker's events: the
+// host's, the backend's name and what that backend can't see.
+func (t *Tracker) RecordHeader(command []string) record.Header {
+	h := record.HostHeader(command)
+	h.Backend = t.choice.Backend
+	h.Limits = backendLimits(t.choice.Backend)
+	return h
+}
+
+// WriteLosses records the gaps in a record that the backend's counters st
+// show (or their growth over the time the record covers).
+func WriteLosses(w *record.Writer, st loader.Stats) {
+	_ = w.LossOf(st.EventsLost, "events lost")
+	_ = w.LossOf(st.Undecodable, "undecodable")
+	_ = w.LossOf(st.MembersFull, "untracked: the membership map was full")
+	_ = w.LossOf(st.Unattributed, "unattributed orphans")
 }
 
 // backendLimits says what a backend can't see, for the record's header.
@@ -152,10 +167,7 @@ func (r *recorder) finish(t *Tracker, rep *Report) {
 	}
 	t.recorder.Store(nil)
 	if st, err := t.backend.Stats(); err == nil {
-		_ = r.w.LossOf(st.EventsLost, "events lost")
-		_ = r.w.LossOf(st.Undecodable, "undecodable")
-		_ = r.w.LossOf(st.MembersFull, "untracked: the membership map was full")
-		_ = r.w.LossOf(st.Unattributed, "unattributed orphans")
+		WriteLosses(r.w, st)
 	}
 	if err := r.w.Close(); err != nil && rep != nil {
 		rep.Warnings = append(rep.Warnings, "record: "+err.Error())

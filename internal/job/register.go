@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lineage-dev/lineage/internal/buildinfo"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
@@ -28,6 +29,8 @@ type RegisterOptions struct {
 // [lineage.ErrNoProcess] or [lineage.ErrIdentityMismatch] when id names no
 // live process.
 func (t *Tracker) Register(id lineage.Identity, opts RegisterOptions) (*Job, error) {
+	// A root untracked and registered again is tracked again.
+	t.tree.Remember(id)
 	if err := t.backend.Register(id, loader.RootOptions{}); err != nil {
 		return nil, err
 	}
@@ -81,6 +84,8 @@ func (j *Job) Settle(ctx context.Context, opts SettleOptions) *Report {
 	d := policy.Decide(in)
 	rep := &Report{Version: ReportVersion, Command: j.rep.Command, Root: j.root, Backend: t.choice, Started: j.started}
 	rep.decided(d, in.Reaping)
+	b := buildinfo.Get()
+	rep.Build = &b
 	if d.Action != policy.Reap {
 		ms, err := t.backend.Members(j.root)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lineage-dev/lineage/internal/buildinfo"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
@@ -52,6 +53,8 @@ type Report struct {
 	// Limits are what the backend in use can't see; printed with -v or
 	// when something was left behind.
 	Limits []string `json:"limits,omitempty"`
+	// Build says which lineage wrote the report (see buildinfo.Info).
+	Build *buildinfo.Info `json:"build,omitempty"`
 }
 
 // Exit is how the job's root process ended.

@@ -42,6 +42,9 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) {
 		how = r.Exit.Text
 	}
 	fmt.Fprintf(w, "lineage: job %s: %s after %s (backend %s)\n", shellQuote(r.Command), how, round(r.JobTook), r.Backend.Backend)
+	if opts.Verbose && r.Build != nil {
+		fmt.Fprintf(w, "lineage: version %s\n", r.Build)
+	}
 	switch {
 	case left == 0:
 		fmt.Fprintln(w, "lineage: nothing left behind")

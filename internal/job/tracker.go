@@ -27,6 +27,9 @@ type TrackerOptions struct {
 	// OnFull says what the bpf backend does with a process its full map
 	// can't track; "" is [loader.OnFullKill].
 	OnFull loader.OnFull
+	// RingBytes sizes the bpf backend's event ring buffer; zero means its
+	// default (see [loader.BPFOptions]).
+	RingBytes uint32
 	// Interval is the proc backend's time between scans; zero adapts.
 	Interval time.Duration
 	// Log receives notes for people ("lineage: ..." lines); nil discards
@@ -93,7 +96,7 @@ func OpenTracker(opts TrackerOptions) (*Tracker, error) {
 	}
 	t.children = supervise.WatchChildren()
 	t.backend, t.choice, err = loader.Open(opts.Backend, loader.Options{
-		BPF:  &loader.BPFOptions{MaxMembers: opts.MaxMembers, OnFull: opts.OnFull},
+		BPF:  &loader.BPFOptions{MaxMembers: opts.MaxMembers, OnFull: opts.OnFull, RingBytes: opts.RingBytes},
 		Proc: &loader.ProcOptions{Interval: opts.Interval, Reaper: t.children},
 	})
 	if err != nil {

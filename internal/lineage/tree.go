@@ -35,6 +35,13 @@ type Tree struct {
 	children map[Identity][]Identity
 	// prune drops exited members that matter to nobody (see [Tree.SetPruning]).
 	prune bool
+	// hops and exitedKept bound the exited ancestors kept for live
+	// descendants (chain.go); forgotten holds recently forgotten roots,
+	// forgottenOrder the same oldest first.
+	hops           map[Identity]hop
+	exitedKept     int
+	forgotten      map[Identity]bool
+	forgottenOrder []Identity
 }
 
 // NewTree returns an empty tree.
@@ -42,6 +49,7 @@ func NewTree() *Tree {
 	return &Tree{
 		members:  make(map[Identity]*Member),
 		children: make(map[Identity][]Identity),
+		hops:     make(map[Identity]hop),
 	}
 }
 
@@ -73,6 +81,9 @@ func (t *Tree) Apply(ev Event) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.isForgotten(ev.Root) {
+		return
+	}
 	m := t.node(ev.Process)
 	t.link(m, ev.Parent, ev.Root)
 	if ev.Comm != "" && (m.Comm == "" || ev.Kind != EventFork) {
@@ -90,11 +101,15 @@ func (t *Tree) Apply(ev Event) {
 		m.Filename = ev.Filename
 		m.Argv = CapArgv(slices.Clone(ev.Argv))
 	case EventExit:
+		if !m.Exited {
+			t.exitedKept++
+		}
 		m.Exited = true
 		m.Status = ev.Status
 		m.Ended = ev.Time
 		if t.prune {
 			t.pruneFrom(m.Identity)
+			t.bound(m.Identity)
 		}
 	}
 }
@@ -105,7 +120,10 @@ func (t *Tree) Apply(ev Event) {
 // tree (a live descendant's chain) names it as lineage parent; its parent
 // is then looked at again. The tree then holds the live members, their
 // chains of lineage parents and the roots, however many processes a job
-// runs through. Turn it off before a reap whose exits a report must show.
+// runs through. Of those chains it keeps at most [MaxExitedKept] exited
+// members; past that, a member that exits is dropped even though it has
+// descendants, and [Tree.Chain] says how many ancestors it skips there.
+// Turn pruning off before a reap whose exits a report must show.
 func (t *Tree) SetPruning(on bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -128,16 +146,32 @@ func (t *Tree) pruneFrom(id Identity) {
 		if !ok || !m.Exited || m.Contained || m.Parent.IsZero() || m.Root.IsZero() || id == m.Root || len(t.children[id]) > 0 {
 			return
 		}
-		delete(t.members, id)
-		delete(t.children, id)
-		parent := m.Parent
-		siblings := slices.DeleteFunc(t.children[parent], func(c Identity) bool { return c == id })
-		if len(siblings) == 0 {
-			delete(t.children, parent)
-		} else {
-			t.children[parent] = siblings
-		}
+		parent, _ := t.above(id)
+		t.drop(id)
 		id = parent
+	}
+}
+
+// drop deletes id from the tree and from its parent's children (its
+// parent in the walk: the lineage parent, or past skipped ancestors).
+// Callers hold t.mu.
+func (t *Tree) drop(id Identity) {
+	m, ok := t.members[id]
+	if !ok {
+		return
+	}
+	parent, _ := t.above(id)
+	if m.Exited {
+		t.exitedKept--
+	}
+	delete(t.members, id)
+	delete(t.children, id)
+	delete(t.hops, id)
+	siblings := slices.DeleteFunc(t.children[parent], func(c Identity) bool { return c == id })
+	if len(siblings) == 0 {
+		delete(t.children, parent)
+	} else {
+		t.children[parent] = siblings
 	}
 }
 
@@ -213,7 +247,7 @@ func (t *Tree) Ancestry(id Identity) []Identity {
 		if cur == m.Root {
 			break
 		}
-		cur = m.Parent
+		cur, _ = t.above(cur)
 	}
 	return out
 }

@@ -214,3 +214,62 @@ func TestTreeCapsArgv(t *testing.T) {
 		t.Errorf("argv of %d bytes kept", len(m.Argv[1]))
 	}
 }
+
+// A job that double-forks in a loop keeps one live process at the end of an
+// ever longer chain of exited ones: the tree keeps the oldest of them, up
+// to its bound, and the chain skips the rest but still reaches the root.
+func TestTreeBoundsTheChainsItKeeps(t *testing.T) {
+	id := func(pid uint32) Identity { return Identity{PID: pid, StartTicks: uint64(pid)} } // shadows the file's id
+	root := id(100)
+	tr := NewTree()
+	tr.SetPruning(true)
+	tr.Apply(Event{Kind: EventExec, Process: root, Root: root, Argv: []string{"sh", "job"}})
+	const n = MaxExitedKept + 500
+	parent := root
+	for pid := uint32(1000); pid < 1000+n; pid++ {
+		tr.Apply(Event{Kind: EventFork, Process: id(pid), Parent: parent, Root: root})
+		tr.Apply(Event{Kind: EventFork, Process: id(pid + 100000), Parent: id(pid), Root: root})
+		tr.Apply(Event{Kind: EventExit, Process: id(pid), Root: root})
+		parent = id(pid + 100000)
+		if pid > 1000 { // the previous step's daemon moves on: it exits too
+			tr.Apply(Event{Kind: EventExit, Process: id(pid - 1 + 100000), Root: root})
+		}
+	}
+	tr.mu.Lock()
+	kept := tr.exitedKept
+	size := len(tr.members)
+	tr.mu.Unlock()
+	if kept > MaxExitedKept+1 || size > MaxExitedKept+3 {
+		t.Errorf("the tree keeps %d members, %d exited, over its bound of %d", size, kept, MaxExitedKept)
+	}
+	chain := tr.Chain(parent)
+	if len(chain) == 0 || chain[0].Identity != parent || chain[len(chain)-1].Identity != root {
+		t.Fatalf("the chain of the live daemon does not reach the root: %d links", len(chain))
+	}
+	skipped := 0
+	for _, l := range chain {
+		skipped += l.Skipped
+	}
+	if got := len(chain) - 2 + skipped; got != 2*n-1 {
+		t.Errorf("chain of %d links skipping %d stands for %d ancestors, want %d", len(chain), skipped, got, 2*n-1)
+	}
+	if chain[len(chain)-2].Identity != id(1000) {
+		t.Errorf("the root's own child %v was not kept; the oldest exits should be", chain[len(chain)-2].Identity)
+	}
+	// Once the daemon exits, nothing but the root is left.
+	tr.Apply(Event{Kind: EventExit, Process: parent, Root: root})
+	if got := tr.Lineage(root); len(got) != 1 {
+		t.Errorf("%d members left once every process exited, want the root alone", len(got))
+	}
+	// A forgotten root's late events are ignored; remembered again, not.
+	tr.Forget(root)
+	tr.Apply(Event{Kind: EventExit, Process: root, Root: root})
+	if _, ok := tr.Get(root); ok {
+		t.Errorf("a forgotten root's late exit brought it back")
+	}
+	tr.Remember(root)
+	tr.Apply(Event{Kind: EventExec, Process: root, Root: root})
+	if _, ok := tr.Get(root); !ok {
+		t.Errorf("a root remembered again is not tracked")
+	}
+}

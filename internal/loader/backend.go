@@ -24,6 +24,10 @@ var ErrAlreadyTracked = errors.New("already tracked")
 // across all roots, unless told otherwise.
 const DefaultMaxMembers = 65536
 
+// DefaultRingBytes is the size of the bpf backend's event ring buffer
+// unless told otherwise.
+const DefaultRingBytes = 1 << 20
+
 // ValidateMaxMembers checks a size for the bpf backend's membership map: a
 // root and at least one descendant must fit. Errors wrap lineage.ErrInvalid.
 func ValidateMaxMembers(n uint32) error {

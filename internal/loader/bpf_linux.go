@@ -62,7 +62,7 @@ func (o *BPFOptions) withDefaults() BPFOptions {
 		out.MaxRoots = 4096
 	}
 	if out.RingBytes == 0 {
-		out.RingBytes = 1 << 20
+		out.RingBytes = DefaultRingBytes
 	}
 	if out.Poll <= 0 {
 		out.Poll = 100 * time.Millisecond

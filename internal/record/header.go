@@ -2,16 +2,17 @@ package record
 
 import (
 	"os"
-	"runtime/debug"
 	"strings"
+
+	"github.com/lineage-dev/lineage/internal/buildinfo"
 )
 
 // HostHeader returns a header for a record made on this machine: lineage's
-// version (from the build), the host name and the kernel release, and the
-// job's command line (redacted by the Writer). What can't be read is left
-// empty.
+// version and build, the host name and the kernel release, and the job's
+// command line (redacted by the Writer). What can't be read is left empty.
 func HostHeader(command []string) Header {
-	h := Header{Lineage: Version(), Command: command}
+	b := buildinfo.Get()
+	h := Header{Lineage: b.Version, Build: &b, Command: command}
 	h.Host, _ = os.Hostname()
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		h.Kernel = strings.TrimSpace(string(b))
@@ -19,20 +20,6 @@ func HostHeader(command []string) Header {
 	return h
 }
 
-// Version is lineage's version as the build recorded it: the module version
-// for a released build, else the VCS revision, else "devel".
-func Version() string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "devel"
-	}
-	if v := info.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	for _, s := range info.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			return "devel-" + s.Value[:12]
-		}
-	}
-	return "devel"
-}
+// Version is lineage's version as the build recorded it (see
+// [buildinfo.Info.Version]).
+func Version() string { return buildinfo.Get().Version }

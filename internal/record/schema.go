@@ -3,6 +3,7 @@ package record
 import (
 	"time"
 
+	"github.com/lineage-dev/lineage/internal/buildinfo"
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
@@ -45,6 +46,9 @@ type Header struct {
 	Version int    `json:"version"`
 	// Lineage is the version of lineage that wrote the record.
 	Lineage string `json:"lineage"`
+	// Build is the rest of what the writing binary says about itself:
+	// commit, Go release, BPF objects' digest. Absent in older records.
+	Build *buildinfo.Info `json:"build,omitempty"`
 	// Host is the machine's host name; Kernel its kernel release.
 	Host   string `json:"host"`
 	Kernel string `json:"kernel"`
@@ -59,6 +63,9 @@ type Header struct {
 	// proc backend misses processes that lived and died between two scans).
 	Backend string   `json:"backend,omitempty"`
 	Limits  []string `json:"limits,omitempty"`
+	// Session names the sidecar session a record is of (`lineage serve
+	// --record-dir`).
+	Session string `json:"session,omitempty"`
 }
 
 // Event is one line of a record after the header. Fields that don't apply

@@ -2,6 +2,7 @@ package record
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/internal/buildinfo"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/reap"
 )
@@ -185,5 +187,19 @@ func TestExecIDs(t *testing.T) {
 	uid, euid = execIDs(ev)
 	if uid == nil || euid == nil || *uid != 1000 || *euid != 0 {
 		t.Errorf("uid %v euid %v, want 1000 and 0", uid, euid)
+	}
+}
+
+func TestHostHeaderNamesTheBuild(t *testing.T) {
+	var buf bytes.Buffer
+	if _, err := NewWriter(&buf, HostHeader([]string{"true"}), nil); err != nil {
+		t.Fatal(err)
+	}
+	var h Header
+	if err := json.Unmarshal(buf.Bytes(), &h); err != nil {
+		t.Fatal(err)
+	}
+	if want := buildinfo.Get(); h.Build == nil || *h.Build != want || h.Lineage != want.Version {
+		t.Errorf("header %+v (build %+v), want lineage %s and build %+v", h, h.Build, want.Version, want)
 	}
 }

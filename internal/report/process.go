@@ -110,6 +110,11 @@ func (p *Process) apply(ev record.Event) {
 			p.Reason = ev.Reason
 		}
 	}
+	// A root registered while it ran (the sidecar's) has no fork in the
+	// record: it is its own root.
+	if ev.Process == ev.Root && !ev.Root.IsZero() {
+		p.IsRoot = true
+	}
 }
 
 func (p *Process) setResult(ev record.Event) {

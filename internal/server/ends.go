@@ -125,6 +125,7 @@ func (s *Server) end(ctx context.Context, se *session, ev policy.Event, uid uint
 func (s *Server) settle(ctx context.Context, se *session, e rootEntry, ev policy.Event, opts job.SettleOptions) RootEnd {
 	rep := e.rt.job.Settle(ctx, opts)
 	s.hub.settled(se.id, rep, ev.String())
+	s.metrics.settled(rep)
 	if ev == policy.SessionClose || s.empty(e.rt) {
 		s.forget(se, e)
 	}
@@ -172,6 +173,7 @@ func (s *Server) closeSession(ctx context.Context, id string, uid uint32) Ended 
 		delete(s.sessions, id)
 	}
 	s.mu.Unlock()
+	s.records.closeLater(id)
 	s.save()
 	return out
 }

@@ -86,10 +86,13 @@ func (h *hub) publish(it item) {
 	}
 }
 
-func (h *hub) subscribe(session string) *subscriber {
+func (h *hub) subscribe(session string) *subscriber { return h.subscribeSize(session, 1024) }
+
+// subscribeSize is subscribe with room for size items.
+func (h *hub) subscribeSize(session string, size int) *subscriber {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	sub := &subscriber{ch: make(chan item, 1024), session: session}
+	sub := &subscriber{ch: make(chan item, size), session: session}
 	if h.closed {
 		close(sub.ch)
 		return sub
@@ -163,7 +166,7 @@ func (s *Server) events(r *http.Request, p Peer) (int, any, error) {
 	defer s.hub.unsubscribe(sub)
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
-	rw, err := record.NewWriter(flushWriter{w, f}, record.Header{}, nil)
+	rw, err := record.NewWriter(flushWriter{w, f}, record.HostHeader(nil), nil)
 	if err != nil {
 		return 0, nil, nil
 	}

@@ -70,8 +70,15 @@ func (s *Server) register(se *session, id lineage.Identity, label string, comman
 	if closed {
 		return Root{}, conflict("session %q is closing", se.id)
 	}
+	// Indexed first (unless another session's root still is), so that
+	// the session's streams and record get the lineage's events from its
+	// first fork.
+	_, had := s.rootSession.LoadOrStore(id, se.id)
 	j, err := s.tracker.Register(id, job.RegisterOptions{Command: command})
 	if err != nil {
+		if !had {
+			s.rootSession.Delete(id)
+		}
 		return Root{}, fmt.Errorf("register: %w", err)
 	}
 	rt := &root{job: j, label: label, added: time.Now()}

@@ -32,6 +32,8 @@ type Options struct {
 	// BodyTimeout bounds the time a client takes to send a request body
 	// once its headers are in; zero means [DefaultBodyTimeout].
 	BodyTimeout time.Duration
+	// Record asks for one record per session.
+	Record RecordOptions
 }
 
 // Server holds the tracker, the sessions and their roots and keeps. Open
@@ -59,6 +61,15 @@ type Server struct {
 	// close, which sets bgClosed under its lock first.
 	bgMu     sync.RWMutex
 	bgClosed bool
+	// metrics are the /metrics series; metricsHTTP the TCP listeners
+	// serving them (guarded by mu), metricsClosed set once Close began.
+	metrics       *metrics
+	metricsHTTP   []*http.Server
+	metricsClosed bool
+	// saving is the save loop, waited for before the tracker closes.
+	saving sync.WaitGroup
+	// records, if set, writes each session's record (records.go).
+	records *records
 }
 
 // Open opens the tracker and restores the sessions saved in the state
@@ -83,18 +94,32 @@ func Open(opts Options) (*Server, error) {
 		sid, _ := v.(string)
 		return sid
 	}
+	s.metrics = newMetrics(s)
 	topts := opts.Tracker
-	topts.OnEvent = s.hub.event
+	topts.OnEvent = func(ev lineage.Event) {
+		s.metrics.event(ev)
+		s.hub.event(ev)
+	}
 	if s.tracker, err = job.OpenTracker(topts); err != nil {
 		return nil, err
 	}
+	if err := s.startRecords(); err != nil {
+		s.tracker.Close()
+		return nil, err
+	}
 	if err := s.restore(); err != nil {
+		s.hub.close()
+		s.records.wait()
 		s.tracker.Close()
 		return nil, err
 	}
 	s.stopSave = make(chan struct{})
 	if s.state != nil {
-		go s.saveLoop(s.stopSave)
+		s.saving.Add(1)
+		go func() {
+			defer s.saving.Done()
+			s.saveLoop(s.stopSave)
+		}()
 	}
 	s.http = &http.Server{
 		Handler:           s.readBodies(s.routes()),
@@ -126,11 +151,14 @@ func (s *Server) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	s.hub.close()
+	s.records.wait()
 	close(s.stopSave)
+	s.saving.Wait()
 	s.bgMu.Lock()
 	s.bgClosed = true
 	s.bgMu.Unlock()
 	_ = s.http.Shutdown(ctx)
+	s.stopMetrics(ctx)
 	s.mu.Lock()
 	for _, se := range s.sessions {
 		se.stopOwner()
@@ -185,6 +213,8 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/v1/keeps/{rule}", methods{"DELETE": s.removeKeep})
 	mux.Handle("/v1/events", methods{"GET": s.events})
 	mux.Handle("/v1/status", methods{"GET": s.status})
+	mux.Handle("GET /metrics", s.metrics.handler())
+	mux.Handle("/v1/why/{process}", methods{"GET": s.why})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound("no endpoint %s", r.URL.Path))
 	})

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/server"
+)
+
+// Bad record flags are refused before anything starts.
+func TestServeRecordFlags(t *testing.T) {
+	base := serveOptions{Backend: "auto", SocketMode: "0660", RecordKeep: server.DefaultRecordKeep}
+	for name, tc := range map[string]struct {
+		change func(*serveOptions)
+		ok     bool
+	}{
+		"no record":         {func(*serveOptions) {}, true},
+		"record dir":        {func(o *serveOptions) { o.RecordDir = "/tmp/r" }, true},
+		"keep 1":            {func(o *serveOptions) { o.RecordDir, o.RecordKeep = "/tmp/r", 1 }, true},
+		"keep 0":            {func(o *serveOptions) { o.RecordDir, o.RecordKeep = "/tmp/r", 0 }, false},
+		"keep -5":           {func(o *serveOptions) { o.RecordDir, o.RecordKeep = "/tmp/r", -5 }, false},
+		"redact, no dir":    {func(o *serveOptions) { o.Redact = "x" }, false},
+		"redact, bad regex": {func(o *serveOptions) { o.RecordDir, o.Redact = "/tmp/r", "(" }, false},
+		"redact":            {func(o *serveOptions) { o.RecordDir, o.Redact = "/tmp/r", `token=\S+` }, true},
+	} {
+		o := base
+		tc.change(&o)
+		opts, _, err := o.options()
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("%s: %v", name, err)
+		case !tc.ok && !errors.Is(err, lineage.ErrInvalid):
+			t.Errorf("%s: %v, want an invalid-option error", name, err)
+		case tc.ok && opts.Record.Dir != o.RecordDir:
+			t.Errorf("%s: record dir %q, want %q", name, opts.Record.Dir, o.RecordDir)
+		}
+	}
+}

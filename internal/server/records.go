@@ -1,0 +1,296 @@
+package server
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/record"
+)
+
+// DefaultRecordKeep is how many record files a record directory keeps
+// unless told otherwise.
+const DefaultRecordKeep = 100
+
+// RecordOptions ask for one forensic record per session (docs/record.md).
+// The zero value records nothing.
+type RecordOptions struct {
+	// Dir receives the records, one file per session, named
+	// <opened, UTC>-<session>.jsonl; it is created (0700) if missing.
+	// Files are created 0600, owned by the daemon's user, never through
+	// a symbolic link.
+	Dir string
+	// Keep bounds the files in Dir: past it, the oldest files of closed
+	// sessions (this daemon's or an earlier one's) are removed first. The
+	// file of an open session is never removed. Zero means
+	// [DefaultRecordKeep].
+	Keep int
+	// Redact, if set, masks matching parts of argv words before they are
+	// written.
+	Redact *regexp.Regexp
+}
+
+// recordName matches the names of the files a record directory holds.
+var recordName = regexp.MustCompile(`^\d{8}T\d{6}\.\d{9}Z-[A-Za-z0-9][A-Za-z0-9._-]{0,63}\.jsonl$`)
+
+// recordBuffer is how many events may wait for the record writer before
+// the next ones are counted as a loss.
+const recordBuffer = 8192
+
+// records writes each session's events to a file of its own, from one
+// goroutine that owns the files: events arrive from the hub, closes from
+// closeLater.
+type records struct {
+	s    *Server
+	dir  *os.File
+	keep int
+	sub  *subscriber
+	ctl  chan string
+	done chan struct{}
+	open map[string]*sessionRecord
+
+	// closing counts, per session, the closes not yet carried out: a
+	// session that closed before its first event reached the writer still
+	// gets its record. Guarded by mu, never held across I/O.
+	mu      sync.Mutex
+	closing map[string]int
+}
+
+// sessionRecord is one session's open record.
+type sessionRecord struct {
+	w    *record.Writer
+	name string
+	// base is the backend's counters when the record began: its losses
+	// are what they grew by until it closes.
+	base loader.Stats
+}
+
+// startRecords opens the record directory and starts writing records.
+func (s *Server) startRecords() error {
+	o := s.opts.Record
+	if o.Dir == "" {
+		return nil
+	}
+	if o.Keep < 0 {
+		return fmt.Errorf("%w option: record keep %d: must be positive", lineage.ErrInvalid, o.Keep)
+	}
+	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+		return fmt.Errorf("record dir: %w", err)
+	}
+	fd, err := unix.Open(o.Dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("record dir %s: %w", o.Dir, err)
+	}
+	r := &records{
+		s: s, dir: os.NewFile(uintptr(fd), o.Dir), keep: o.Keep,
+		sub: s.hub.subscribeSize("", recordBuffer),
+		ctl: make(chan string), done: make(chan struct{}),
+		open: make(map[string]*sessionRecord), closing: make(map[string]int),
+	}
+	if r.keep == 0 {
+		r.keep = DefaultRecordKeep
+	}
+	s.records = r
+	go r.run()
+	return nil
+}
+
+// run writes events as they come, until the hub closes; then it closes
+// every record.
+func (r *records) run() {
+	defer close(r.done)
+	defer r.dir.Close()
+	for {
+		select {
+		case it, ok := <-r.sub.ch:
+			if !ok {
+				for id := range r.open {
+					r.finish(id)
+				}
+				return
+			}
+			if n := r.s.hub.takeLost(r.sub); n > 0 {
+				for _, sr := range r.open {
+					_ = sr.w.LossOf(n, "behind: the record writer fell behind and dropped events of any session")
+				}
+			}
+			r.write(it)
+		case id := <-r.ctl:
+			r.finish(id)
+			r.prune()
+			r.closed(id)
+		}
+	}
+}
+
+// write writes one item to its session's record, opening it first.
+func (r *records) write(it item) {
+	if it.session == "" {
+		return
+	}
+	sr := r.open[it.session]
+	if sr == nil {
+		if !r.s.sessionOpen(it.session) && !r.isClosing(it.session) {
+			return // a closed session's late events
+		}
+		var err error
+		if sr, err = r.create(it.session); err != nil {
+			r.s.note("lineage: record of session %s: %v\n", it.session, err)
+			return
+		}
+		r.open[it.session] = sr
+		r.prune()
+	}
+	if err := it.write(sr.w); err != nil {
+		r.s.note("lineage: record of session %s: %v\n", it.session, err)
+	}
+}
+
+// create opens a new record for session, relative to the directory and
+// never through a symbolic link, and writes its header.
+func (r *records) create(session string) (*sessionRecord, error) {
+	name := time.Now().UTC().Format("20060102T150405.000000000Z") + "-" + session + ".jsonl"
+	fd, err := unix.Openat(int(r.dir.Fd()), name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", name, err)
+	}
+	f := os.NewFile(uintptr(fd), filepath.Join(r.dir.Name(), name))
+	h := r.s.tracker.RecordHeader(nil)
+	h.Session = session
+	w, err := record.NewFileWriter(f, h, &record.Options{Redact: r.s.opts.Record.Redact})
+	if err != nil {
+		return nil, err
+	}
+	sr := &sessionRecord{w: w, name: name}
+	sr.base, _ = r.s.tracker.Stats()
+	return sr, nil
+}
+
+// finish writes a record's losses and closes it.
+func (r *records) finish(id string) {
+	sr := r.open[id]
+	if sr == nil {
+		return
+	}
+	delete(r.open, id)
+	if st, err := r.s.tracker.Stats(); err == nil {
+		job.WriteLosses(sr.w, statsSince(st, sr.base))
+	}
+	if err := sr.w.Close(); err != nil {
+		r.s.note("lineage: record %s: %v\n", sr.name, err)
+	}
+}
+
+// statsSince is what the loss counters grew by since base.
+func statsSince(now, base loader.Stats) loader.Stats {
+	return loader.Stats{
+		EventsLost:   now.EventsLost - base.EventsLost,
+		Undecodable:  now.Undecodable - base.Undecodable,
+		MembersFull:  now.MembersFull - base.MembersFull,
+		Unattributed: now.Unattributed - base.Unattributed,
+	}
+}
+
+// prune removes the oldest files of closed sessions while the directory
+// holds more than keep records.
+func (r *records) prune() {
+	entries, err := r.list()
+	if err != nil {
+		r.s.note("lineage: record dir: %v\n", err)
+		return
+	}
+	open := make(map[string]bool, len(r.open))
+	for _, sr := range r.open {
+		open[sr.name] = true
+	}
+	var closed []string
+	total := 0
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !recordName.MatchString(e.Name()) {
+			continue
+		}
+		total++
+		if !open[e.Name()] {
+			closed = append(closed, e.Name())
+		}
+	}
+	slices.Sort(closed) // the names start with the time they were opened
+	for _, name := range closed {
+		if total <= r.keep {
+			return
+		}
+		if err := unix.Unlinkat(int(r.dir.Fd()), name, 0); err != nil {
+			r.s.note("lineage: record dir: remove %s: %v\n", name, err)
+			continue
+		}
+		total--
+	}
+}
+
+// list reads the directory through the descriptor opened at the start,
+// wherever its path points now.
+func (r *records) list() ([]os.DirEntry, error) {
+	fd, err := unix.Openat(int(r.dir.Fd()), ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	d := os.NewFile(uintptr(fd), r.dir.Name())
+	defer d.Close()
+	return d.ReadDir(-1)
+}
+
+// closeLater closes session's record once the late events of its roots
+// (exits still in the ring buffer when it closed) are through.
+func (r *records) closeLater(session string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.closing[session]++
+	r.mu.Unlock()
+	time.AfterFunc(eventsAfterForget, func() {
+		select {
+		case r.ctl <- session:
+		case <-r.done:
+		}
+	})
+}
+
+func (r *records) isClosing(session string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closing[session] > 0
+}
+
+// closed counts one close of session as carried out.
+func (r *records) closed(session string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closing[session]--; r.closing[session] <= 0 {
+		delete(r.closing, session)
+	}
+}
+
+// wait waits for the records to be closed, after the hub closed.
+func (r *records) wait() {
+	if r != nil {
+		<-r.done
+	}
+}
+
+// sessionOpen reports whether session id is open.
+func (s *Server) sessionOpen(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	se, ok := s.sessions[id]
+	return ok && !se.closed
+}

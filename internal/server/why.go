@@ -1,0 +1,124 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/internal/lineage"
+)
+
+// Why is the body of GET /v1/why/{process}: who started the process, as
+// its chain of lineage parents from itself up to its root.
+type Why struct {
+	Process lineage.Identity `json:"process"`
+	Session string           `json:"session"`
+	Root    lineage.Identity `json:"root"`
+	Label   string           `json:"label,omitempty"`
+	Chain   []WhyStep        `json:"chain"`
+	// Complete is set when the chain reaches the root; otherwise its last
+	// step's parent is the first process the daemon no longer knows.
+	Complete bool `json:"complete"`
+}
+
+// WhyStep is one process of a [Why] chain.
+type WhyStep struct {
+	Process lineage.Identity `json:"process"`
+	// Parent is the lineage parent: the process that created this one,
+	// whatever its ppid is now.
+	Parent  lineage.Identity `json:"parent"`
+	Session string           `json:"session"`
+	Root    lineage.Identity `json:"root"`
+	// Label is the root's label.
+	Label string   `json:"label,omitempty"`
+	Comm  string   `json:"comm,omitempty"`
+	Argv  []string `json:"argv,omitempty"`
+	// Alive is set while the process runs; PPID is then its current
+	// parent pid (1, or a subreaper's, once reparented).
+	Alive bool `json:"alive"`
+	PPID  int  `json:"ppid,omitempty"`
+	// Exit is how an exited process ended ("exit 0", "signal KILL").
+	Exit   string `json:"exit,omitempty"`
+	IsRoot bool   `json:"is_root,omitempty"`
+	// Skipped counts exited ancestors between this step and the next that
+	// the daemon dropped to bound its memory; Parent is the first of them.
+	Skipped int `json:"skipped,omitempty"`
+}
+
+// why answers GET /v1/why/{process}, where process is PID (a live process)
+// or PID@START (also an exited ancestor of a live member).
+func (s *Server) why(r *http.Request, p Peer) (int, any, error) {
+	id, err := s.whyIdentity(r.PathValue("process"))
+	if err != nil {
+		return 0, nil, err
+	}
+	type entry struct {
+		se *session
+		rootEntry
+	}
+	var roots []entry
+	s.mu.Lock()
+	for _, se := range s.sessions {
+		if se.closed {
+			continue
+		}
+		for rid, rt := range se.roots {
+			roots = append(roots, entry{se, rootEntry{rid, rt}})
+		}
+	}
+	s.mu.Unlock()
+	for _, e := range roots {
+		steps, ok, err := e.rt.job.Why(id)
+		if err != nil || !ok {
+			continue
+		}
+		if !e.se.visible(p) {
+			return 0, nil, forbidden("process %s is tracked in session %q of uid %d: caller uid %d may not see it", id, e.se.id, e.se.uid, p.UID)
+		}
+		return http.StatusOK, e.se.whyView(id, e.rootEntry, steps), nil
+	}
+	if err := s.proc.Check(id); err != nil && !errors.Is(err, lineage.ErrNoProcess) {
+		return 0, nil, notFound("process %s is not tracked: %v", id, err)
+	}
+	return 0, nil, notFound("process %s is not tracked by lineage (or it exited, and no live member descends from it)", id)
+}
+
+// whyIdentity reads PID or PID@START; a bare pid must name a live process.
+func (s *Server) whyIdentity(text string) (lineage.Identity, error) {
+	if strings.Contains(text, "@") {
+		return lineage.ParseIdentity(text)
+	}
+	pid, err := strconv.ParseUint(text, 10, 32)
+	if err != nil {
+		return lineage.Identity{}, fmt.Errorf("%w process %q: want PID or PID@START", lineage.ErrInvalid, text)
+	}
+	if pid <= 1 {
+		return lineage.Identity{}, fmt.Errorf("%w process %q: pid 0 and 1 are never tracked", lineage.ErrInvalid, text)
+	}
+	id, err := s.proc.Identity(int(pid))
+	if err != nil {
+		return lineage.Identity{}, fmt.Errorf("process %d: %w", pid, err)
+	}
+	return id, nil
+}
+
+// whyView is a job's chain as the API shows it. se's fields it reads
+// don't change after the session opens.
+func (se *session) whyView(id lineage.Identity, e rootEntry, steps []job.Step) Why {
+	v := Why{Process: id, Session: se.id, Root: e.id, Label: e.rt.label, Chain: []WhyStep{}}
+	for _, st := range steps {
+		ws := WhyStep{
+			Process: st.Identity, Parent: st.Parent, Session: se.id, Root: e.id, Label: e.rt.label,
+			Comm: st.Comm, Argv: st.Argv, Alive: st.Alive, PPID: st.PPID, IsRoot: st.Identity == e.id, Skipped: st.Skipped,
+		}
+		if st.Exited && !st.Alive {
+			ws.Exit = st.Status.String()
+		}
+		v.Chain = append(v.Chain, ws)
+	}
+	v.Complete = len(v.Chain) > 0 && v.Chain[len(v.Chain)-1].IsRoot
+	return v
+}
