@@ -1,6 +1,10 @@
 # lineage: build, test, demo, bench.
 #
 #   make build     build bin/lineage (no clang needed: the BPF objects are committed)
+#   make static    build bin/lineage-static: CGO_ENABLED=0, runs on any Linux
+#   make install   the static binary to $(BINDIR), the systemd unit to
+#                  $(UNITDIR), the CI runner hooks to $(HOOKDIR)
+#                  (PREFIX=/usr/local, DESTDIR honoured)
 #   make test      the full test suite, BPF included (run as root)
 #   make demo      lineage run on a leaky demo job, then the report
 #   make bench     benchmarks, printed as the README's table
@@ -17,12 +21,34 @@ COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
 LDFLAGS := -X github.com/lineage-dev/lineage/internal/buildinfo.version=$(VERSION) -X github.com/lineage-dev/lineage/internal/buildinfo.commit=$(COMMIT)
 GOFLAGS_TEST ?= -race -count=1 -timeout 45m
 
-.PHONY: all build test test-short demo bench generate vet fmt clean kmatrix
+.PHONY: all build test test-short demo bench generate vet fmt clean kmatrix static install
+
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+HOOKDIR ?= $(PREFIX)/share/lineage
+STATIC ?= bin/lineage-static
 
 all: build
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/lineage
+
+# No libc at all: the binary runs on any distribution (user names are
+# looked up in /etc/passwd and /etc/group, not through NSS).
+static:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(STATIC) ./cmd/lineage
+
+# The unit's ExecStart names the binary where it is installed.
+install: static
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR)
+	install -m 0755 $(STATIC) $(DESTDIR)$(BINDIR)/lineage
+	sed 's|/usr/local/bin/lineage|$(BINDIR)/lineage|' deploy/systemd/lineage.service > $(DESTDIR)$(UNITDIR)/lineage.service.tmp
+	chmod 0644 $(DESTDIR)$(UNITDIR)/lineage.service.tmp
+	mv $(DESTDIR)$(UNITDIR)/lineage.service.tmp $(DESTDIR)$(UNITDIR)/lineage.service
+	install -d $(DESTDIR)$(HOOKDIR)/github-actions
+	install -m 0755 deploy/github-actions/job-started.sh deploy/github-actions/job-completed.sh $(DESTDIR)$(HOOKDIR)/github-actions/
+	install -m 0644 deploy/github-actions/common.sh $(DESTDIR)$(HOOKDIR)/github-actions/
 
 vet:
 	$(GO) vet ./...

@@ -30,6 +30,8 @@
  * In both, whatever user space spares (MEMBER_F_SPARED) the kernel spares
  * too, and a process the full map can't hold is killed (kill_untracked): at
  * birth where the program may signal it, else at its first exec or fork.
+ * Every kill, in both, is one the user who ran lineage could send with
+ * kill(2) (kill_uid_bounded).
  */
 #include "core.h"
 #include <bpf/bpf_helpers.h>
@@ -39,8 +41,9 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Set by the loader before load. The compat build reads only wakeup_bytes;
- * both declare all, so that one Go type holds either. */
+/* Set by the loader before load. The compat build reads none of
+ * supervisor_tgid, exit_has_group_dead and kill_with_supervisor; both
+ * declare all, so that one Go type holds either. */
 const volatile __u32 supervisor_tgid = 0;         /* the process that loaded us */
 const volatile bool exit_has_group_dead = false;  /* sched_process_exit(p, group_dead): 6.16+ */
 const volatile bool kill_with_supervisor = false; /* the exit hook may signal others: 6.16+ */
@@ -48,6 +51,16 @@ const volatile __u32 wakeup_bytes = 0;            /* wake the reader past this f
 /* Fail closed: a process the full membership map can't hold is killed, not
  * let go. Off only when the user asked for today's escape. */
 const volatile bool kill_untracked = false;
+/*
+ * Capabilities are not a licence. The kernel's own signals skip kill(2)'s
+ * permission check, so when lineage runs with capabilities but not as root
+ * (a setcap install), the program applies that check itself, for the user
+ * who ran lineage: a process is killed only if its real or saved uid is
+ * that user's real or effective uid. Off when lineage runs as root.
+ */
+const volatile bool kill_uid_bounded = false;
+const volatile __u32 kill_uid_real = 0;
+const volatile __u32 kill_uid_effective = 0;
 
 /*
  * Spawning a root without a gap: the supervisor arms one of its threads, and
@@ -105,6 +118,35 @@ static __always_inline void count(enum stat stat)
 	__u64 *v = bpf_map_lookup_elem(&stats, &stat);
 	if (v)
 		__sync_fetch_and_add(v, 1);
+}
+
+/* A kill skipped because the user lineage kills for could not send it. */
+#define KILL_NOT_THE_USERS 1
+
+/* Whether kill(2) would let the user lineage kills for signal t. */
+static __always_inline bool may_kill(struct task_struct *t)
+{
+	const struct cred *c;
+	__u32 uid, suid;
+
+	if (!kill_uid_bounded)
+		return true;
+	c = t->real_cred;
+	uid = c->uid.val;
+	suid = c->suid.val;
+	return uid == kill_uid_real || uid == kill_uid_effective ||
+	       suid == kill_uid_real || suid == kill_uid_effective;
+}
+
+/* Count the outcome of a kill the program asked for. */
+static __always_inline void count_kill(int err, enum stat done)
+{
+	if (err == 0)
+		count(done);
+	else if (err == KILL_NOT_THE_USERS)
+		count(STAT_UID_SPARED);
+	else
+		count(STAT_SIGNAL_FAILED);
 }
 
 /* The start time of a process as /proc/PID/stat field 22 shows it. */
@@ -171,15 +213,17 @@ static __always_inline void emit_fork(struct task_struct *child, __u32 pid, cons
 #define EBUSY 16
 
 /*
- * SIGKILL the current task, the forking member. Tracepoints run with
+ * SIGKILL the current task self, the forking member. Tracepoints run with
  * preemption disabled, so the kernel defers the signal to a per-CPU irq_work
  * that holds one signal at a time and answers -EBUSY until that has run:
  * retry, boundedly.
  */
-static __always_inline int kill_current(void)
+static __always_inline int kill_current(struct task_struct *self)
 {
 	int err = -EBUSY;
 
+	if (!may_kill(self))
+		return KILL_NOT_THE_USERS;
 	for (int i = 0; i < 4096 && err == -EBUSY; i++)
 		err = bpf_send_signal(SIGKILL);
 	return err;
@@ -248,6 +292,11 @@ static long try_kill(__u32 i, struct kill_ctx *k)
 		k->err = -1; /* gone, and the pid is a stranger's now */
 		return 1;
 	}
+	if (!may_kill(t)) {
+		bpf_task_release(t);
+		k->err = KILL_NOT_THE_USERS;
+		return 1;
+	}
 	if (t->flags & PF_EXITING)
 		k->err = kill_through_live_thread(t);
 	else
@@ -273,18 +322,20 @@ static __always_inline int kill_identity(__u32 pid, __u64 start, __u64 deadline_
 }
 
 /* As cgroup.kill does: a reaping lineage can't outgrow the reaper. Kill the
- * new child at birth; if that fails, the forker. */
-static __always_inline int contain(__u32 pid, __u64 start)
+ * new child at birth; if that fails, the forker (whose uids the child has). */
+static __always_inline int contain(struct task_struct *forker, __u32 pid, __u64 start)
 {
-	if (kill_identity(pid, start, bpf_ktime_get_ns() + KILL_PATIENCE_NS) == 0)
-		return 0;
-	return kill_current();
+	int err = kill_identity(pid, start, bpf_ktime_get_ns() + KILL_PATIENCE_NS);
+
+	if (err == 0 || err == KILL_NOT_THE_USERS)
+		return err;
+	return kill_current(forker);
 }
 #else
 /* No kfuncs: the only task the program may signal is the forker itself. */
-static __always_inline int contain(__u32 pid, __u64 start)
+static __always_inline int contain(struct task_struct *forker, __u32 pid, __u64 start)
 {
-	return kill_current();
+	return kill_current(forker);
 }
 #endif /* LINEAGE_COMPAT */
 
@@ -293,29 +344,31 @@ static __always_inline int contain(__u32 pid, __u64 start)
  * when it is the current task. If even that can't be recorded, kill the
  * forker, unless user space spares it: nothing untracked runs on unseen.
  */
-static __always_inline void doom(__u32 pid, __u64 start, bool forker_spared)
+static __always_inline void doom(__u32 pid, __u64 start, struct task_struct *forker, bool forker_spared)
 {
 	if (bpf_map_update_elem(&doomed, &pid, &start, BPF_ANY) == 0) {
 		__sync_fetch_and_add(&doomed_count, 1);
 		return;
 	}
-	if (!forker_spared && kill_current() == 0)
-		count(STAT_UNTRACKED_KILLED);
-	else
+	if (forker_spared)
 		count(STAT_SIGNAL_FAILED);
+	else
+		count_kill(kill_current(forker), STAT_UNTRACKED_KILLED);
 }
 
 /* Fail closed: a new process the map can't hold is killed at birth (full),
  * or doomed (compat, or when the kill at birth failed). */
-static __always_inline void shut_out(__u32 pid, __u64 start, bool forker_spared)
+static __always_inline void shut_out(__u32 pid, __u64 start, struct task_struct *forker, bool forker_spared)
 {
 #ifndef LINEAGE_COMPAT
-	if (kill_identity(pid, start, bpf_ktime_get_ns() + KILL_PATIENCE_NS) == 0) {
-		count(STAT_UNTRACKED_KILLED);
+	int err = kill_identity(pid, start, bpf_ktime_get_ns() + KILL_PATIENCE_NS);
+
+	if (err == 0 || err == KILL_NOT_THE_USERS) {
+		count_kill(err, STAT_UNTRACKED_KILLED);
 		return;
 	}
 #endif
-	doom(pid, start, forker_spared);
+	doom(pid, start, forker, forker_spared);
 }
 
 /* If the current task p (tgid) is doomed, kill it; true if it was. */
@@ -325,10 +378,7 @@ static __always_inline bool kill_if_doomed(__u32 tgid, struct task_struct *p)
 
 	if (!start || *start != start_ticks(p))
 		return false;
-	if (kill_current() == 0)
-		count(STAT_UNTRACKED_KILLED);
-	else
-		count(STAT_SIGNAL_FAILED);
+	count_kill(kill_current(p), STAT_UNTRACKED_KILLED);
 	return true;
 }
 
@@ -378,6 +428,7 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	struct member *pm, m = {};
 	struct root *r;
 	enum event_flag flags = 0;
+	bool not_the_users = false;
 
 	if (pid != (__u32)child->tgid)
 		return 0; /* a new thread, not a new process */
@@ -388,7 +439,7 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 			return spawn_root(parent, child, pid);
 		/* A doomed process's children are as untracked as it is. */
 		if (doomed_count && kill_if_doomed(forker, parent))
-			shut_out(pid, child->start_boottime / NSEC_PER_USER_TICK, false);
+			shut_out(pid, child->start_boottime / NSEC_PER_USER_TICK, parent, false);
 		return 0;
 	}
 	if (pm->start != start_ticks(parent)) {
@@ -406,33 +457,39 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 
 	/* A spared member's children are born alive even while its lineage is
 	 * reaped (a kept redis forks its background save); user space decides
-	 * their fate by the keep rules. */
+	 * their fate by the keep rules. So are those of a member the user who
+	 * ran lineage could not kill (the child has the forker's uids): the
+	 * event says they live, and the skipped kill is counted once. */
 	r = bpf_map_lookup_elem(&roots, &m.root_pid);
 	if (r && r->start == m.root_start && (r->flags & ROOT_F_REAPING) &&
 	    !(pm->flags & MEMBER_F_SPARED)) {
-		m.flags |= MEMBER_F_CONTAINED;
-		flags |= EVENT_F_CONTAINED;
+		if (may_kill(child)) {
+			m.flags |= MEMBER_F_CONTAINED;
+			flags |= EVENT_F_CONTAINED;
+		} else {
+			not_the_users = true;
+		}
 	}
 
 	if (bpf_map_update_elem(&members, &pid, &m, BPF_ANY)) {
 		count(STAT_MEMBERS_FULL);
 		flags |= EVENT_F_UNTRACKED;
-		if (kill_untracked) {
-			shut_out(pid, m.start, pm->flags & MEMBER_F_SPARED);
+		if (kill_untracked && may_kill(child)) {
+			shut_out(pid, m.start, parent, pm->flags & MEMBER_F_SPARED);
 			flags |= EVENT_F_CONTAINED;
 			emit_fork(child, pid, &m, flags);
 			return 0;
 		}
+		if (kill_untracked)
+			not_the_users = true;
 	} else {
 		count(STAT_FORKS);
 	}
+	if (not_the_users)
+		count(STAT_UID_SPARED);
 
-	if (flags & EVENT_F_CONTAINED) {
-		if (contain(pid, m.start) == 0)
-			count(STAT_CONTAINED);
-		else
-			count(STAT_SIGNAL_FAILED);
-	}
+	if (flags & EVENT_F_CONTAINED)
+		count_kill(contain(parent, pid, m.start), STAT_CONTAINED);
 	emit_fork(child, pid, &m, flags);
 	return 0;
 }
@@ -498,10 +555,7 @@ static long kill_orphaned_member(struct bpf_map *map, __u32 *pid, struct member 
 		return 0;
 	if (m->flags & MEMBER_F_SPARED)
 		return 0;
-	if (kill_identity(*pid, m->start, c->deadline_ns) == 0)
-		count(STAT_SUPERVISOR_KILLS);
-	else
-		count(STAT_SIGNAL_FAILED);
+	count_kill(kill_identity(*pid, m->start, c->deadline_ns), STAT_SUPERVISOR_KILLS);
 	return 0;
 }
 

@@ -112,7 +112,8 @@ enum stat {
 	STAT_SIGNAL_FAILED = 7, /* a kill the program asked for was refused */
 	STAT_STALE = 8,         /* entries whose start time no longer matched */
 	STAT_UNTRACKED_KILLED = 9, /* untracked (map full) and so killed: fail closed */
-	STAT_MAX = 10,
+	STAT_UID_SPARED = 10,   /* a kill skipped: the invoking user could not signal the process */
+	STAT_MAX = 11,
 };
 
 #endif /* LINEAGE_H */

@@ -21,5 +21,9 @@ echo "== what lineage run --record costs the spawner (cmd/lineage-bench -record)
 $pin "$out/lineage-bench" -lineage "$bin" -record | tee "$out/lineage-bench-record.md"
 
 echo
+echo "== lineage run through a daemon, beside standalone (cmd/lineage-bench -only daemon)"
+$pin "$out/lineage-bench" -lineage "$bin" -only daemon | tee "$out/lineage-bench-daemon.md"
+
+echo
 echo "== Go benchmarks: /proc scan cost, reap latency (go test -bench)"
 go test -run '^$' -bench . -benchtime 3x -timeout 30m ./internal/lineage ./internal/proc ./internal/loader ./internal/reap ./internal/record ./internal/report | tee "$out/go-bench.txt"

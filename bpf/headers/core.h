@@ -100,6 +100,7 @@ typedef struct {
 
 struct cred {
 	kuid_t uid;
+	kuid_t suid;
 	kuid_t euid;
 };
 
@@ -112,6 +113,7 @@ struct task_struct {
 	struct task_struct *group_leader;
 	struct mm_struct *mm;
 	struct signal_struct *signal;
+	const struct cred *real_cred; /* objective: what kill(2) checks */
 	const struct cred *cred;
 	char comm[16];
 };

@@ -72,7 +72,7 @@ func measureGuardian(lineageBin, spawner string, rounds, forks int) (guardResult
 	if spawnerCPU >= 0 {
 		job = append([]string{"taskset", "-c", strconv.Itoa(spawnerCPU)}, job...)
 	}
-	run := []string{lineageBin, "run", "-q", "--backend", "bpf"}
+	run := []string{lineageBin, "run", "-q", "--standalone", "--backend", "bpf"}
 	for r := 0; r < rounds; r++ {
 		for i := range guardCases {
 			c := guardCases[(i+r)%len(guardCases)]

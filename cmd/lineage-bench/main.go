@@ -44,24 +44,25 @@ func main() {
 	guardRuns := flag.Int("guardian-forks", 2000, "forks per `lineage run` spawner measurement, guardian on and off (0: skip)")
 	recordOnly := flag.Bool("record", false, "measure only what `lineage run --record` costs the spawner")
 	reapRounds := flag.Int("reap-rounds", 3, "interleaved rounds per reap latency figure")
-	only := flag.String("only", "", `"reap": measure the reap latency alone; "serve": the sidecar's figures alone`)
-	var sb serveBench
-	flag.IntVar(&sb.rounds, "serve-rounds", 5, "interleaved rounds per sidecar figure")
-	flag.IntVar(&sb.execRuns, "exec-runs", 20, "runs per `lineage exec -- true` measurement")
-	flag.IntVar(&sb.adopt, "adopt", 1000, "descendants of the process registered by pid")
-	flag.IntVar(&sb.closeRoots, "close-roots", 100, "roots of the session closed")
-	flag.IntVar(&sb.closeEach, "close-each", 10, "leftovers of each root of the session closed")
-	flag.IntVar(&sb.rssMembers, "rss-members", 10000, "members tracked when the daemon's RSS is read")
+	only := flag.String("only", "", `"reap": measure the reap latency alone; "daemon": lineage run through a daemon against standalone; "serve": the sidecar's figures alone`)
+	sb := serveFlags()
 	backends := flag.String("reap-backends", "bpf,proc", "the backends whose reap latency is measured")
+	baseline := flag.String("reap-baseline", "", "another lineage binary (an older build) whose bpf reap latency is measured in the same rounds")
 	flag.Parse()
 	if *only == "serve" {
 		fmt.Printf("## lineage benchmarks\n\n%s\n\n", machine())
-		benchServe(*lineageBin, sb)
+		benchServe(*lineageBin, *sb)
 		return
 	}
+	if *only == "daemon" {
+		fmt.Printf("## lineage benchmarks\n\n%s\n\n", machine())
+		benchDaemon(*lineageBin, *runs, *rounds, *guardRuns)
+		return
+	}
+	reapCols := reapColumns(*lineageBin, *baseline, strings.Split(*backends, ","))
 	if *only == "reap" {
 		fmt.Printf("## lineage benchmarks\n\n%s\n\n", machine())
-		benchReap(*lineageBin, *reapRounds, strings.Split(*backends, ","))
+		benchReap(reapCols, *reapRounds)
 		return
 	}
 
@@ -107,18 +108,31 @@ func main() {
 		fail(err)
 	}
 	printWalls(walls)
-	benchReap(*lineageBin, *reapRounds, strings.Split(*backends, ","))
-	benchServe(*lineageBin, sb)
+	benchReap(reapCols, *reapRounds)
+	benchServe(*lineageBin, *sb)
 }
 
-func benchReap(lineageBin string, rounds int, backends []string) {
+// reapColumns names what the reap latency is measured for: the baseline
+// binary's bpf backend, if given, then lineage's with each backend.
+func reapColumns(lineageBin, baseline string, backends []string) []reapColumn {
+	var cols []reapColumn
+	if baseline != "" {
+		cols = append(cols, reapColumn{name: "baseline, bpf", bin: baseline, backend: "bpf"})
+	}
+	for _, b := range backends {
+		cols = append(cols, reapColumn{name: "`lineage run`, " + b, bin: lineageBin, backend: b})
+	}
+	return cols
+}
+
+func benchReap(cols []reapColumn, rounds int) {
 	sizes := []int{100, 1000, 5000}
 	load := loadAverage()
-	res, err := measureReap(lineageBin, sizes, backends, rounds)
+	res, err := measureReap(cols, sizes, rounds)
 	if err != nil {
 		fail(err)
 	}
-	printReap(res, sizes, backends, load)
+	printReap(res, sizes, cols, load)
 }
 
 func fail(err error) {

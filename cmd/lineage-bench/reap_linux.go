@@ -26,7 +26,7 @@ func leftovers(n int) string {
 
 // reapLatency runs the job under lineage and times job exit → lineage exit.
 func reapLatency(lineageBin string, n int, backend string) (time.Duration, error) {
-	cmd := exec.Command(lineageBin, "run", "--backend", backend, "--linger", "0", "--", "sh", "-c", leftovers(n))
+	cmd := exec.Command(lineageBin, "run", "--standalone", "--backend", backend, "--linger", "0", "--", "sh", "-c", leftovers(n))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return 0, err
@@ -148,11 +148,17 @@ func becomeSubreaper() error {
 
 type reapKey struct {
 	n    int
-	what string // "floor", "bpf", "proc"
+	what string // "floor", or a column's name
 }
 
-// measureReap measures each size, floor and lineage interleaved.
-func measureReap(lineageBin string, sizes []int, backends []string, rounds int) (map[reapKey][]float64, error) {
+// reapColumn is one lineage binary and backend whose reap latency is
+// measured beside the floor.
+type reapColumn struct {
+	name, bin, backend string
+}
+
+// measureReap measures each size, the floor and every column interleaved.
+func measureReap(cols []reapColumn, sizes []int, rounds int) (map[reapKey][]float64, error) {
 	if err := becomeSubreaper(); err != nil {
 		return nil, err
 	}
@@ -164,32 +170,32 @@ func measureReap(lineageBin string, sizes []int, backends []string, rounds int) 
 				return nil, fmt.Errorf("floor, %d members: %w", n, err)
 			}
 			out[reapKey{n, "floor"}] = append(out[reapKey{n, "floor"}], float64(d))
-			for _, backend := range backends {
-				d, err := reapLatency(lineageBin, n, backend)
+			for _, c := range cols {
+				d, err := reapLatency(c.bin, n, c.backend)
 				if err != nil {
-					return nil, fmt.Errorf("%s, %d members: %w", backend, n, err)
+					return nil, fmt.Errorf("%s, %d members: %w", c.name, n, err)
 				}
-				out[reapKey{n, backend}] = append(out[reapKey{n, backend}], float64(d))
+				out[reapKey{n, c.name}] = append(out[reapKey{n, c.name}], float64(d))
 			}
 		}
 	}
 	return out, nil
 }
 
-func printReap(res map[reapKey][]float64, sizes []int, backends []string, load string) {
+func printReap(res map[reapKey][]float64, sizes []int, cols []reapColumn, load string) {
 	fmt.Println("### Reap latency: job exit → lineage exit, leftovers that obey SIGTERM (median of interleaved rounds)")
 	fmt.Println()
 	fmt.Printf("Load average at the start: %s.\n\n", load)
 	fmt.Print("| members | floor (pidfd kill + confirm) |")
-	for _, b := range backends {
-		fmt.Printf(" `lineage run`, %s |", b)
+	for _, c := range cols {
+		fmt.Printf(" %s |", c.name)
 	}
-	fmt.Print("\n|---|---|" + strings.Repeat("---|", len(backends)) + "\n")
+	fmt.Print("\n|---|---|" + strings.Repeat("---|", len(cols)) + "\n")
 	for _, n := range sizes {
 		floor := median(res[reapKey{n, "floor"}])
 		fmt.Printf("| %d | %s |", n, ms(floor))
-		for _, b := range backends {
-			m := median(res[reapKey{n, b}])
+		for _, c := range cols {
+			m := median(res[reapKey{n, c.name}])
 			fmt.Printf(" %s (%.2f×) |", ms(m), m/floor)
 		}
 		fmt.Println()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -24,9 +25,9 @@ import (
 // leftovers each beside the pidfd floor for 1,000; the daemon's RSS idle
 // and with many members.
 
-// benchDaemon is a `lineage serve` the benchmark started, in a process
+// serveDaemon is a `lineage serve` the benchmark started, in a process
 // group of its own, on a socket in a temporary directory.
-type benchDaemon struct {
+type serveDaemon struct {
 	cmd  *exec.Cmd
 	dir  string
 	sock string
@@ -36,12 +37,12 @@ type benchDaemon struct {
 
 // startBenchDaemon starts a daemon that keeps its state under $TMPDIR,
 // or none when stateless.
-func startBenchDaemon(lineageBin string, stateless bool) (*benchDaemon, error) {
+func startBenchDaemon(lineageBin string, stateless bool) (*serveDaemon, error) {
 	dir, err := os.MkdirTemp("", "lineage-bench-serve")
 	if err != nil {
 		return nil, err
 	}
-	d := &benchDaemon{dir: dir, sock: filepath.Join(dir, "lineage.sock"), bin: lineageBin}
+	d := &serveDaemon{dir: dir, sock: filepath.Join(dir, "lineage.sock"), bin: lineageBin}
 	state := filepath.Join(dir, "state")
 	if stateless {
 		state = ""
@@ -68,7 +69,7 @@ func startBenchDaemon(lineageBin string, stateless bool) (*benchDaemon, error) {
 
 // stop ends the daemon with SIGTERM; the daemon's death kills nothing, so
 // every benchmark closes its sessions first.
-func (d *benchDaemon) stop() {
+func (d *serveDaemon) stop() {
 	_ = d.cmd.Process.Signal(syscall.SIGTERM)
 	_ = d.cmd.Wait()
 	if d.c != nil {
@@ -77,12 +78,12 @@ func (d *benchDaemon) stop() {
 	os.RemoveAll(d.dir)
 }
 
-func (d *benchDaemon) do(method, path string, body, out any) error {
+func (d *serveDaemon) do(method, path string, body, out any) error {
 	return d.c.Do(context.Background(), method, path, body, out)
 }
 
 // rss returns the daemon's resident set size, in bytes.
-func (d *benchDaemon) rss() (int64, error) {
+func (d *serveDaemon) rss() (int64, error) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", d.cmd.Process.Pid))
 	if err != nil {
 		return 0, err
@@ -97,7 +98,7 @@ func (d *benchDaemon) rss() (int64, error) {
 }
 
 // lineageExec returns `lineage exec --session S -- argv...` on the daemon.
-func (d *benchDaemon) lineageExec(session string, argv ...string) *exec.Cmd {
+func (d *serveDaemon) lineageExec(session string, argv ...string) *exec.Cmd {
 	cmd := exec.Command(d.bin, append([]string{"exec", "--session", session, "--kind", "autonomous", "--"}, argv...)...)
 	cmd.Env = append(os.Environ(), client.EnvSocket+"="+d.sock)
 	return cmd
@@ -105,7 +106,7 @@ func (d *benchDaemon) lineageExec(session string, argv ...string) *exec.Cmd {
 
 // measureExecWall times `true` plain and under `lineage exec`, interleaved;
 // a turn end between rounds forgets the roots that ended.
-func measureExecWall(d *benchDaemon, rounds, runs int) (map[wallKey][]float64, error) {
+func measureExecWall(d *serveDaemon, rounds, runs int) (map[wallKey][]float64, error) {
 	out := make(map[wallKey][]float64)
 	for r := 0; r < rounds; r++ {
 		for _, name := range []wallKey{"true", "lineage exec -- true"} {
@@ -184,7 +185,7 @@ func startTree(n int) (*exec.Cmd, error) {
 
 // measureAdopt times POST /v1/roots of a running process with n
 // descendants: the registration and the adoption of all of them.
-func measureAdopt(d *benchDaemon, rounds, n int) ([]float64, error) {
+func measureAdopt(d *serveDaemon, rounds, n int) ([]float64, error) {
 	var out []float64
 	for r := 0; r < rounds; r++ {
 		cmd, err := startTree(n)
@@ -215,7 +216,7 @@ func measureAdopt(d *benchDaemon, rounds, n int) ([]float64, error) {
 }
 
 // liveMembers counts the live members of session's roots.
-func (d *benchDaemon) liveMembers(session string) (int, []server.Outcome, error) {
+func (d *serveDaemon) liveMembers(session string) (int, []server.Outcome, error) {
 	var rep server.Ended
 	if err := d.do("GET", "/v1/sessions/"+session+"/report", nil, &rep); err != nil {
 		return 0, nil, err
@@ -228,7 +229,7 @@ func (d *benchDaemon) liveMembers(session string) (int, []server.Outcome, error)
 }
 
 // waitMembers waits until session has at least n live members.
-func (d *benchDaemon) waitMembers(session string, n int) ([]server.Outcome, error) {
+func (d *serveDaemon) waitMembers(session string, n int) ([]server.Outcome, error) {
 	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		got, all, err := d.liveMembers(session)
 		var ae *client.APIError
@@ -256,7 +257,7 @@ func reapZombies(live []server.Outcome) {
 // measureClose times a session close of roots roots with each leftovers
 // each (setsid sleepers that obey SIGTERM, started through `lineage
 // exec`), interleaved with the pidfd floor for roots×each.
-func measureClose(d *benchDaemon, rounds, roots, each int) (map[string][]float64, error) {
+func measureClose(d *serveDaemon, rounds, roots, each int) (map[string][]float64, error) {
 	if err := becomeSubreaper(); err != nil {
 		return nil, err
 	}
@@ -307,7 +308,7 @@ func countEnded(end server.Ended) int {
 
 // measureRSS reads the daemon's RSS idle, then with members processes
 // tracked in one session (one root's sleepers), and closes that session.
-func measureRSS(d *benchDaemon, members int) (idle, busy int64, err error) {
+func measureRSS(d *serveDaemon, members int) (idle, busy int64, err error) {
 	if idle, err = d.rss(); err != nil {
 		return 0, 0, err
 	}
@@ -336,6 +337,18 @@ func measureRSS(d *benchDaemon, members int) (idle, busy int64, err error) {
 // serveBench sizes the sidecar's benchmarks.
 type serveBench struct {
 	rounds, execRuns, adopt, closeRoots, closeEach, rssMembers int
+}
+
+// serveFlags declares the flags that size the sidecar's benchmarks.
+func serveFlags() *serveBench {
+	var sb serveBench
+	flag.IntVar(&sb.rounds, "serve-rounds", 5, "interleaved rounds per sidecar figure")
+	flag.IntVar(&sb.execRuns, "exec-runs", 20, "runs per `lineage exec -- true` measurement")
+	flag.IntVar(&sb.adopt, "adopt", 1000, "descendants of the process registered by pid")
+	flag.IntVar(&sb.closeRoots, "close-roots", 100, "roots of the session closed")
+	flag.IntVar(&sb.closeEach, "close-each", 10, "leftovers of each root of the session closed")
+	flag.IntVar(&sb.rssMembers, "rss-members", 10000, "members tracked when the daemon's RSS is read")
+	return &sb
 }
 
 // benchServe runs the sidecar's benchmarks against one daemon and prints
@@ -372,7 +385,7 @@ type serveResults struct {
 	closes     map[string][]float64
 }
 
-func (b serveBench) measure(d *benchDaemon) (r serveResults, err error) {
+func (b serveBench) measure(d *serveDaemon) (r serveResults, err error) {
 	time.Sleep(2 * time.Second)
 	if r.idle, r.busy, err = measureRSS(d, b.rssMembers); err != nil {
 		return r, fmt.Errorf("rss: %w", err)

@@ -15,8 +15,8 @@ func measureRunWall(lineageBin string, rounds, runs int) (map[wallKey][]float64,
 		argv []string
 	}{
 		{"true", []string{"true"}},
-		{"lineage run -- true (bpf)", []string{lineageBin, "run", "-q", "--backend", "bpf", "--", "true"}},
-		{"lineage run -- true (proc)", []string{lineageBin, "run", "-q", "--backend", "proc", "--", "true"}},
+		{"lineage run -- true (bpf)", []string{lineageBin, "run", "-q", "--standalone", "--backend", "bpf", "--", "true"}},
+		{"lineage run -- true (proc)", []string{lineageBin, "run", "-q", "--standalone", "--backend", "proc", "--", "true"}},
 	}
 	out := make(map[wallKey][]float64)
 	for r := 0; r < rounds; r++ {

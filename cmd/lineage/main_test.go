@@ -45,9 +45,14 @@ func TestMain(m *testing.M) {
 	os.Exit(2)
 }
 
-// lineageCmd returns a command that runs this test binary as lineage.
+// lineageCmd returns a command that runs this test binary as lineage. Its
+// socket is nowhere unless the test names one (a later LINEAGE_SOCKET in
+// Env wins), so that a daemon on this host never serves a test's run.
 func lineageCmd(args ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), testModeEnv+"=lineage")
+	cmd.Env = append(os.Environ(), testModeEnv+"=lineage", noDaemonEnv)
 	return cmd
 }
+
+// noDaemonEnv points lineage at a socket no daemon listens on.
+const noDaemonEnv = "LINEAGE_SOCKET=/nonexistent/lineage-test.sock"

@@ -50,6 +50,7 @@ lineage polls /proc instead.`,
 		newCmdDoctor(s, nil),
 		newCmdReport(s, nil),
 		newCmdGuardian(s),
+		newCmdHeld(s),
 		newCmdServe(s),
 		newCmdExec(s),
 		newCmdRoots(s),
@@ -59,6 +60,7 @@ lineage polls /proc instead.`,
 		newCmdEvents(s),
 		newCmdVersion(s),
 		newCmdWhy(s, nil),
+		newCmdStatus(s),
 	)
 	return root
 }

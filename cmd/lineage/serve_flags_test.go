@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/server"
 )
 
 // Bad record flags are refused before anything starts.
 func TestServeRecordFlags(t *testing.T) {
-	base := serveOptions{Backend: "auto", SocketMode: "0660", RecordKeep: server.DefaultRecordKeep}
+	base := serveOptions{Backend: "auto", SocketMode: "0660", RecordKeep: server.DefaultRecordKeep, MaxMembers: loader.DefaultMaxMembers, RingBytes: loader.DefaultRingBytes, PinDir: pinNone}
 	for name, tc := range map[string]struct {
 		change func(*serveOptions)
 		ok     bool

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"os"
 
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,14 +26,18 @@ type daemon struct {
 	cmd    *exec.Cmd
 	sock   string
 	state  string
-	stderr *bytes.Buffer
+	stderr *lockedBuffer
 	done   chan error
 	// env is added to the daemon's environment.
 	env []string
+	// pin is the daemon's --pin-dir: a pin root of the test's own, whose
+	// pins are removed when the test ends, or "none".
+	pin string
 }
 
-// startDaemon starts a daemon with the bpf backend; it is stopped (SIGTERM,
-// then SIGKILL) when the test ends.
+// startDaemon starts a daemon with the bpf backend, its tracker pinned in a
+// pin root of the test's own; it is stopped (SIGTERM, then SIGKILL) and its
+// pins removed when the test ends.
 func startDaemon(t *testing.T, stateDir string, args ...string) *daemon {
 	t.Helper()
 	return startDaemonIn(t, stateDir, nil, args...)
@@ -52,7 +56,9 @@ func startDaemonIn(t *testing.T, stateDir string, env []string, args ...string) 
 	if stateDir == "" {
 		stateDir = filepath.Join(dir, "state")
 	}
-	d := &daemon{t: t, sock: filepath.Join(dir, "lineage.sock"), state: stateDir, stderr: &bytes.Buffer{}, env: env}
+	d := &daemon{t: t, sock: filepath.Join(dir, "lineage.sock"), state: stateDir, stderr: &lockedBuffer{}, env: env}
+	// Registered before the stop, so that it runs after it.
+	d.pin = testutil.PinRoot(t)
 	d.start(args...)
 	t.Cleanup(d.stop)
 	return d
@@ -60,20 +66,22 @@ func startDaemonIn(t *testing.T, stateDir string, env []string, args ...string) 
 
 func (d *daemon) start(args ...string) {
 	d.t.Helper()
-	all := append([]string{"serve", "--backend", "bpf", "--socket", d.sock, "--state-dir", d.state, "--grace", "1s"}, args...)
+	all := append([]string{"serve", "--backend", "bpf", "--socket", d.sock, "--state-dir", d.state, "--grace", "1s", "--pin-dir", d.pin}, args...)
 	d.cmd = lineageCmd(all...)
 	d.cmd.Env = append(d.cmd.Env, d.env...)
 	d.cmd.Stderr = d.stderr
+	served := strings.Count(d.stderr.String(), servingNote)
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := d.cmd.Start(); err != nil {
 		d.t.Fatal(err)
 	}
 	d.done = make(chan error, 1)
 	go func() { d.done <- d.cmd.Wait() }()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
-		if c, err := net.Dial("unix", d.sock); err == nil {
-			c.Close()
+		// Serving once the tracker is open, the notes it prints included:
+		// the socket listens earlier.
+		if strings.Count(d.stderr.String(), servingNote) > served {
 			return
 		}
 		select {
@@ -82,10 +90,31 @@ func (d *daemon) start(args ...string) {
 		default:
 		}
 		if time.Now().After(deadline) {
-			d.t.Fatalf("lineage serve did not listen within 10s\n%s", d.stderr)
+			d.t.Fatalf("lineage serve did not serve within 60s (loading the tracker included)\n%s", d.stderr)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// servingNote is what the daemon prints once it serves.
+const servingNote = "lineage: serving on "
+
+// lockedBuffer is a daemon's stderr, read while the daemon writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // stop ends the daemon with SIGTERM (SIGKILL after 5 s).

@@ -104,7 +104,7 @@ var allowedLabels = map[string]bool{"kind": true, "decision": true, "result": tr
 
 func checkStartup(t *testing.T, m families) {
 	t.Helper()
-	for _, name := range []string{"lineage_events_lost_total", "lineage_untracked_processes_total",
+	for _, name := range []string{"lineage_events_lost_total", "lineage_untracked_processes_total", "lineage_kernel_kills_spared_total",
 		"lineage_sessions", "lineage_roots", "lineage_tracked_processes", "lineage_reap_duration_seconds"} {
 		if v := m.value(t, name); v != 0 {
 			t.Errorf("%s = %v at startup, want 0", name, v)
@@ -200,8 +200,15 @@ func TestServeMetrics(t *testing.T) {
 	if v := m.value(t, "lineage_tracked_processes"); v != 0 {
 		t.Errorf("tracked processes %v once the lineage is reaped and forgotten", v)
 	}
-	if v := m.value(t, "lineage_events_total", "kind", "exit"); v < 2 {
-		t.Errorf("events{exit} = %v after sh exited and the sleeper was reaped", v)
+	// The exits reach the daemon through the ring buffer, after the reap
+	// saw the deaths: give the reader a moment.
+	exits := m.value(t, "lineage_events_total", "kind", "exit")
+	for deadline := time.Now().Add(30 * time.Second); exits < 2 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		exits = scrape(t, d, "").value(t, "lineage_events_total", "kind", "exit")
+	}
+	if exits < 2 {
+		t.Errorf("events{exit} = %v after sh exited and the sleeper was reaped", exits)
 	}
 	stormUntilLoss(t, d, mark)
 	d.do("POST", "/v1/sessions/m/close", nil, &end)
@@ -233,7 +240,7 @@ func TestServeMetricsBadFlags(t *testing.T) {
 		var out strings.Builder
 		root := newRootCmd(streams{in: strings.NewReader(""), out: &out, err: &out})
 		sock := t.TempDir() + "/s.sock"
-		root.SetArgs(append([]string{"serve", "--socket", sock, "--state-dir", t.TempDir()}, args...))
+		root.SetArgs(append([]string{"serve", "--socket", sock, "--state-dir", t.TempDir(), "--pin-dir", "none"}, args...))
 		if err := root.Execute(); err == nil {
 			t.Errorf("serve %v: no error", args)
 		}

@@ -51,10 +51,11 @@ func TestServeRestartRestoresSessions(t *testing.T) {
 	testutil.KillIdentity(kept.PID, kept.StartTicks)
 }
 
-// A root that exits while no daemon runs leaves its members behind; the
-// restarted daemon registers the saved ones that still live as roots.
+// Without pinning, a root that exits while no daemon runs leaves its members
+// behind; the restarted daemon registers the saved ones that still live as
+// roots.
 func TestServeRestartFindsLeftoversOfAGoneRoot(t *testing.T) {
-	d := startDaemon(t, "")
+	d := startDaemon(t, "", "--pin-dir", "none")
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
 	d.startExec("gone", "autonomous", "sh", "-c", fmt.Sprintf("setsid sleep %[1]s1 & sleep 1", testutil.Sleep(mark)))
@@ -64,7 +65,7 @@ func TestServeRestartFindsLeftoversOfAGoneRoot(t *testing.T) {
 	d.kill9()
 	// The root exits while no daemon runs.
 	time.Sleep(1500 * time.Millisecond)
-	d.start()
+	d.start("--pin-dir", "none")
 	var s server.Session
 	d.do("GET", "/v1/sessions/gone", nil, &s)
 	if len(s.Roots) != 1 || s.Roots[0].Root.PID != uint32(left[0].PID) {

@@ -50,7 +50,7 @@ func TestServeManyConcurrentClients(t *testing.T) {
 	d := startDaemon(t, "")
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
-	by := startSleep(t, exec.Command("sleep", testutil.Sleep(mark+"9")))
+	by := startSleep(t, exec.Command("sleep", testutil.LongSleep(mark+"9")))
 	var st0 server.Status
 	d.do("GET", "/v1/status", nil, &st0)
 	fds0, threads0 := fdsAndThreads(t, d.cmd.Process.Pid)

@@ -14,7 +14,7 @@ func newCmdSessionOpen(s streams) *cobra.Command {
 	var req server.OpenSession
 	var owner string
 	cmd := &cobra.Command{
-		Use:   "open [ID] [--kind K] [--label L] [--parent P] [--owner PID@START]",
+		Use:   "open [ID] [--kind K] [--label L] [--parent P] [--owner PID@START] [--self-close]",
 		Short: "Open a session",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -38,5 +38,6 @@ func newCmdSessionOpen(s streams) *cobra.Command {
 	f.StringVar(&req.Label, "label", "", "a label")
 	f.StringVar(&req.Parent, "parent", "", "the session this one was delegated from")
 	f.StringVar(&owner, "owner", "", "close the session when this process (PID@START) exits")
+	f.BoolVar(&req.SelfClose, "self-close", false, "let a member close the session, sparing its own chain up to its root (CI runner hooks)")
 	return cmd
 }

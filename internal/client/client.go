@@ -51,12 +51,39 @@ type Client struct {
 	http   *http.Client
 }
 
+// Option tunes a [Client].
+type Option func(*options)
+
+type options struct {
+	trust func(uid uint32) error
+}
+
+// TrustServer has every connection checked before a request is sent on
+// it: trust is given the server's effective uid as the kernel saw it
+// listen (SO_PEERCRED), whatever the socket's path, and refuses with an
+// error.
+func TrustServer(trust func(uid uint32) error) Option {
+	return func(o *options) { o.trust = trust }
+}
+
 // New returns a client for the daemon listening at socket.
-func New(socket string) *Client {
+func New(socket string, opts ...Option) *Client {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
+			c, err := d.DialContext(ctx, "unix", socket)
+			if err != nil || o.trust == nil {
+				return c, err
+			}
+			if err := checkServer(c, o.trust); err != nil {
+				c.Close()
+				return nil, err
+			}
+			return c, nil
 		},
 	}
 	return &Client{socket: socket, http: &http.Client{Transport: tr}}

@@ -27,6 +27,9 @@ func (r *Report) incomplete() []string {
 	if n := r.Stats.Unattributed; n > 0 {
 		why = append(why, fmt.Sprintf("%d unattributed %s", n, plural(int(n), "orphan", "orphans")))
 	}
+	if n := r.Stats.UIDSpared; n > 0 {
+		why = append(why, fmt.Sprintf("%d %s skipped in the kernel: the user who ran lineage could not signal %s", n, plural(int(n), "kill was", "kills were"), plural(int(n), "that process", "those processes")))
+	}
 	if r.ReapTimedOut {
 		why = append(why, "the reap passed its --reap-timeout")
 	}

@@ -98,18 +98,7 @@ func (j *Job) Reap(ctx context.Context, d policy.Decision, opts ReapOptions) {
 	j.markSpared(j.keeper(), refuser(t.caller, j.root, t.proc))
 	// The report shows how each reaped member ended: keep their exits.
 	t.tree.SetPruning(false)
-	src := reap.SourceFunc(func() ([]lineage.Member, error) {
-		ms, err := t.backend.Members(j.root)
-		// The event tree has their argv from their exec: the reaper need
-		// not read /proc for it (a third of its cost per member).
-		for i := range ms {
-			if known, ok := t.tree.Get(ms[i].Identity); ok && len(ms[i].Argv) == 0 {
-				ms[i].Argv = known.Argv
-			}
-		}
-		return ms, err
-	})
-	r, err := reap.Reap(ctx, src, reap.Options{
+	r, err := reap.Reap(ctx, j.source(), reap.Options{
 		Linger:  opts.Linger,
 		Grace:   opts.Grace,
 		Timeout: opts.Timeout,
@@ -138,6 +127,22 @@ func (j *Job) Reap(ctx context.Context, d policy.Decision, opts ReapOptions) {
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// source lists the lineage's live members for the reaper, with the argv
+// the event tree has from their exec: the reaper need not read /proc for
+// it (a third of its cost per member), and a member that exits before the
+// reaper reaches it is still named.
+func (j *Job) source() reap.Source {
+	return reap.SourceFunc(func() ([]lineage.Member, error) {
+		ms, err := j.t.backend.Members(j.root)
+		for i := range ms {
+			if known, ok := j.t.tree.Get(ms[i].Identity); ok && len(ms[i].Argv) == 0 {
+				ms[i].Argv = known.Argv
+			}
+		}
+		return ms, err
+	})
 }
 
 // Report completes the job's report, after Reap, with what the event tree

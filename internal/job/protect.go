@@ -29,12 +29,10 @@ func callerFacts(procFS proc.FS) (policy.Caller, error) {
 		}
 		pid = st.PPID
 	}
-	if uid := os.Getuid(); uid != 0 {
-		// Not root (a setcap install, or no privileges): signal only what
-		// the user could signal with kill(2), whatever capabilities
-		// lineage holds.
-		c.User = &policy.KillUser{Real: uint32(uid), Effective: uint32(os.Geteuid())}
-	}
+	// Not root (a setcap install, or no privileges): signal only what the
+	// user could signal with kill(2), whatever capabilities lineage holds.
+	// The BPF backend bounds the kernel's kills by the same user.
+	c.User = policy.InvokingUser(os.Getuid(), os.Geteuid())
 	if err := c.Validate(); err != nil {
 		return c, fmt.Errorf("protected set: %w", err)
 	}

@@ -34,6 +34,11 @@ func (t *Tracker) Register(id lineage.Identity, opts RegisterOptions) (*Job, err
 	if err := t.backend.Register(id, loader.RootOptions{}); err != nil {
 		return nil, err
 	}
+	return t.registered(id, opts), nil
+}
+
+// registered is the job of id, a registered root.
+func (t *Tracker) registered(id lineage.Identity, opts RegisterOptions) *Job {
 	cmd := opts.Command
 	if cmd == nil {
 		cmd, _ = t.proc.Argv(int(id.PID))
@@ -41,7 +46,7 @@ func (t *Tracker) Register(id lineage.Identity, opts RegisterOptions) (*Job, err
 	started := time.Now()
 	j := &Job{t: t, root: id, started: started}
 	j.rep = Report{Command: cmd, Root: id, Backend: t.choice, Started: started}
-	return j, nil
+	return j
 }
 
 // Root is the job's root.
@@ -111,15 +116,16 @@ func (j *Job) Settle(ctx context.Context, opts SettleOptions) *Report {
 	// Before anything is contained: what the rules spare, the kernel
 	// must spare too.
 	j.markSpared(keeper, refuse)
-	src := reap.SourceFunc(func() ([]lineage.Member, error) { return t.backend.Members(j.root) })
-	r, err := reap.Reap(ctx, src, reap.Options{
+	r, err := reap.Reap(ctx, j.source(), reap.Options{
 		Linger:  opts.Reap.Linger,
 		Grace:   opts.Reap.Grace,
+		Timeout: opts.Reap.Timeout,
 		Contain: func() (lineage.Containment, error) { return t.backend.Contain(j.root) },
 		Keep:    keeper,
 		Refuse:  refuse,
 	})
 	rep.Reap = &r
+	rep.ReapTimedOut = errors.Is(err, reap.ErrTimeout)
 	if err != nil {
 		rep.Warnings = append(rep.Warnings, "reap: "+err.Error())
 	}
@@ -136,3 +142,19 @@ func (j *Job) Settle(ctx context.Context, opts SettleOptions) *Report {
 // Members returns the live members of the job's lineage as the backend
 // has them, the root included while it lives.
 func (j *Job) Members() ([]lineage.Member, error) { return j.t.backend.Members(j.root) }
+
+// SettleRun is [Job.Settle] for a `lineage run` client's job: the report
+// also has the backend's counters and the warnings they call for, as a
+// standalone run's has. The counters are the tracker's, shared by all its
+// jobs.
+func (j *Job) SettleRun(ctx context.Context, opts SettleOptions) *Report {
+	rep := j.Settle(ctx, opts)
+	if st, err := j.t.backend.Stats(); err == nil {
+		rep.Stats = st
+		rep.warnLosses(j.t.choice.Backend)
+	}
+	return rep
+}
+
+// Backend is the tracker's backend and why it was chosen.
+func (t *Tracker) Backend() loader.Choice { return t.choice }

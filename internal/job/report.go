@@ -55,6 +55,10 @@ type Report struct {
 	Limits []string `json:"limits,omitempty"`
 	// Build says which lineage wrote the report (see buildinfo.Info).
 	Build *buildinfo.Info `json:"build,omitempty"`
+	// Tracker says whose tracker the job ran under: [TrackerStandalone]
+	// (lineage's own) or [TrackerDaemon] (`lineage serve`'s); empty in
+	// reports of jobs the daemon registered for others.
+	Tracker string `json:"tracker,omitempty"`
 }
 
 // Exit is how the job's root process ended.

@@ -41,7 +41,7 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) {
 	case r.Exit != nil:
 		how = r.Exit.Text
 	}
-	fmt.Fprintf(w, "lineage: job %s: %s after %s (backend %s)\n", shellQuote(r.Command), how, round(r.JobTook), r.Backend.Backend)
+	fmt.Fprintf(w, "lineage: job %s: %s after %s (backend %s)\n", shellQuote(r.Command), how, round(r.JobTook), r.backendText())
 	if opts.Verbose && r.Build != nil {
 		fmt.Fprintf(w, "lineage: version %s\n", r.Build)
 	}
@@ -57,6 +57,15 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) {
 		r.writeTable(w, opts.Verbose)
 	}
 	r.writeNotes(w, opts.Verbose, left)
+}
+
+// backendText names the backend, and the daemon when the job ran under
+// its tracker: "bpf via daemon".
+func (r *Report) backendText() string {
+	if r.Tracker == TrackerDaemon {
+		return r.Backend.Backend + " via daemon"
+	}
+	return r.Backend.Backend
 }
 
 // maxRows is how many members the table lists without -v; a summary line

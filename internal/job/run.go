@@ -92,6 +92,7 @@ func Run(ctx context.Context, cfg Config) (*Report, End, error) {
 	rec.reaped(j.rep.Reap, end)
 	t.Drain()
 	rep := j.Report()
+	rep.Tracker = TrackerStandalone
 	rec.finish(t, rep)
 	return rep, j.End(), nil
 }

@@ -33,12 +33,17 @@ func (j *Job) markSpared(keep func(lineage.Member) (bool, string), refuse func(l
 		j.t.note("lineage: spare in the kernel: %v\n", err)
 		return
 	}
+	// The lean reader: with thousands of members, procfs's parse of every
+	// field was most of the time between the job's exit and the first
+	// signal.
+	stats := j.t.proc.StatReader()
+	defer stats.Close()
 	for _, m := range ms {
 		spare := false
 		if keep != nil {
 			spare, _ = keep(m)
 		}
-		if st, err := j.t.proc.Stat(int(m.PID)); !spare && err == nil && st.StartTicks == m.StartTicks {
+		if st, err := stats.Stat(int(m.PID)); !spare && err == nil && st.StartTicks == m.StartTicks {
 			_, spare = refuse(m, st)
 		}
 		if spare {

@@ -30,6 +30,10 @@ type TrackerOptions struct {
 	// RingBytes sizes the bpf backend's event ring buffer; zero means its
 	// default (see [loader.BPFOptions]).
 	RingBytes uint32
+	// PinRoot, when set, pins the bpf backend's tracker there (see
+	// [loader.BPFOptions]): it outlives the process, and the next tracker
+	// with the same PinRoot takes it over. Only `lineage serve` pins.
+	PinRoot string
 	// Interval is the proc backend's time between scans; zero adapts.
 	Interval time.Duration
 	// Log receives notes for people ("lineage: ..." lines); nil discards
@@ -75,6 +79,41 @@ type Tracker struct {
 // holds at most one tracker at a time, since it waits for all the
 // process's children. Close it when its jobs are done.
 func OpenTracker(opts TrackerOptions) (*Tracker, error) {
+	t, err := newTrackerBase(opts)
+	if err != nil {
+		return nil, err
+	}
+	// Orphans of the jobs come back to the tracker rather than to init,
+	// and it reaps them: with the proc backend this is what keeps a
+	// double-forked daemon findable.
+	if err := supervise.BecomeSubreaper(); err != nil {
+		return nil, err
+	}
+	t.children = supervise.WatchChildren()
+	t.backend, t.choice, err = loader.Open(opts.Backend, loader.Options{
+		BPF: &loader.BPFOptions{
+			MaxMembers: opts.MaxMembers, OnFull: opts.OnFull, RingBytes: opts.RingBytes, PinRoot: opts.PinRoot,
+		},
+		Proc: &loader.ProcOptions{Interval: opts.Interval, Reaper: t.children},
+	})
+	if err != nil {
+		t.children.Close()
+		return nil, err
+	}
+	if err := t.checkTimeNamespace("/proc"); err != nil {
+		_ = t.backend.Close()
+		t.children.Close()
+		return nil, err
+	}
+	t.detail("lineage: backend %s\n", t.choice)
+	t.notePinned()
+	t.startEvents()
+	return t, nil
+}
+
+// newTrackerBase is what every tracker has: the tree, the /proc reader,
+// the protected set and the notes.
+func newTrackerBase(opts TrackerOptions) (*Tracker, error) {
 	t := &Tracker{log: opts.Log, verbose: opts.Verbose, tree: lineage.NewTree(), onEvent: opts.OnEvent}
 	// Until a reap, exited members are dropped once they matter to nobody.
 	t.tree.SetPruning(true)
@@ -88,28 +127,6 @@ func OpenTracker(opts TrackerOptions) (*Tracker, error) {
 	if t.caller, err = callerFacts(t.proc); err != nil {
 		return nil, err
 	}
-	// Orphans of the jobs come back to the tracker rather than to init,
-	// and it reaps them: with the proc backend this is what keeps a
-	// double-forked daemon findable.
-	if err := supervise.BecomeSubreaper(); err != nil {
-		return nil, err
-	}
-	t.children = supervise.WatchChildren()
-	t.backend, t.choice, err = loader.Open(opts.Backend, loader.Options{
-		BPF:  &loader.BPFOptions{MaxMembers: opts.MaxMembers, OnFull: opts.OnFull, RingBytes: opts.RingBytes},
-		Proc: &loader.ProcOptions{Interval: opts.Interval, Reaper: t.children},
-	})
-	if err != nil {
-		t.children.Close()
-		return nil, err
-	}
-	if err := t.checkTimeNamespace("/proc"); err != nil {
-		_ = t.backend.Close()
-		t.children.Close()
-		return nil, err
-	}
-	t.detail("lineage: backend %s\n", t.choice)
-	t.startEvents()
 	return t, nil
 }
 
@@ -132,7 +149,8 @@ func (t *Tracker) Drain() {
 }
 
 // Close drains the events and closes the backend: nothing is tracked once
-// it returns. Jobs registered to die with their supervisor live on.
+// it returns, unless the tracker is pinned (TrackerOptions.PinRoot), which
+// the kernel runs on. Jobs registered to die with their supervisor live on.
 func (t *Tracker) Close() error {
 	t.Drain()
 	err := t.backend.Close()

@@ -111,6 +111,10 @@ type Stats struct {
 	SupervisorKills uint64 `json:"supervisor_kills"`
 	// SignalFailed counts kills the kernel side asked for and was refused.
 	SignalFailed uint64 `json:"signal_failed"`
+	// UIDSpared counts kills the kernel side skipped because the user
+	// lineage runs for could not send them by kill(2) (a setcap install;
+	// see BPFOptions.KillUser): a sudo-started member, say.
+	UIDSpared uint64 `json:"uid_spared,omitempty"`
 	// Undecodable counts events the kernel delivered that could not be
 	// decoded, and so were dropped: like EventsLost, a gap in the record.
 	Undecodable uint64 `json:"undecodable,omitempty"`

@@ -27,6 +27,7 @@ func (b *BPF) Stats() (Stats, error) {
 		lineageStatSTAT_SIGNAL_FAILED:    &st.SignalFailed,
 		lineageStatSTAT_STALE:            &st.Stale,
 		lineageStatSTAT_UNTRACKED_KILLED: &st.UntrackedKilled,
+		lineageStatSTAT_UID_SPARED:       &st.UIDSpared,
 	}
 	for key, dst := range fields {
 		var perCPU []uint64

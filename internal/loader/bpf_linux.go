@@ -15,6 +15,7 @@ import (
 	"github.com/cilium/ebpf/rlimit"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/proc"
 )
 
@@ -48,6 +49,26 @@ type BPFOptions struct {
 	// features pick. A forced variant the kernel lacks a feature for fails
 	// to open, wrapping ErrVariantUnsupported.
 	Variant Variant
+	// PinRoot, when set, pins the tracker under PinRoot/v<LayoutVersion>
+	// (see [Pinned]): its maps and program links outlive this process,
+	// so the kernel tracks on, and the next OpenBPF with the same PinRoot
+	// takes the set over (its sizes win over MaxMembers and RingBytes)
+	// rather than loading afresh. A set of another layout found there is
+	// moved into a new one and unpinned. A pinned tracker never kills a
+	// lineage when its process dies: DieWithSupervisor has no effect, and
+	// HardCancel is HardCancelNone. Only [Unpin] ends the tracking.
+	PinRoot string
+
+	// layout overrides LayoutVersion, for tests of migration.
+	layout uint32
+	// KillUser bounds every kill the kernel side makes (containment, the
+	// hard cancel, untracked processes) as kill(2) bounds that user: a
+	// process is killed only if its real or saved uid is the user's real
+	// or effective uid; the others are skipped and counted
+	// (Stats.UIDSpared). Nil takes this process's own user
+	// ([policy.InvokingUser]): no bound as root, the user who ran lineage
+	// under a setcap install.
+	KillUser *policy.KillUser
 }
 
 func (o *BPFOptions) withDefaults() BPFOptions {
@@ -70,12 +91,16 @@ func (o *BPFOptions) withDefaults() BPFOptions {
 	if out.ProcRoot == "" {
 		out.ProcRoot = "/proc"
 	}
+	if out.KillUser == nil {
+		out.KillUser = policy.InvokingUser(os.Getuid(), os.Geteuid())
+	}
 	return out
 }
 
 // BPF is the backend that keeps membership in the kernel. Create it with
 // [OpenBPF] and Close it when done: the program stays attached, and the
-// machine pays its per-fork cost, until then. Keep it reachable while it
+// machine pays its per-fork cost, until then (and, when it is pinned, until
+// [Unpin]). Keep it reachable while it
 // must track: its file descriptors close, and tracking stops, if the
 // garbage collector finalizes it.
 type BPF struct {
@@ -85,6 +110,12 @@ type BPF struct {
 	reader *ringbuf.Reader
 	proc   proc.FS
 	loaded Loaded
+	// bss is the program's .bss map, which a pinned set shares.
+	bss *ebpf.Map
+	// pinned is set when the tracker is pinned; pinLock, an flock on the
+	// pin root, keeps other trackers from taking the set over meanwhile.
+	pinned  *Pinned
+	pinLock *os.File
 
 	// spawnMu serialises Spawn: one armed thread at a time.
 	spawnMu sync.Mutex
@@ -137,18 +168,28 @@ func OpenBPF(opts *BPFOptions) (*BPF, error) {
 	if err != nil {
 		return nil, explainLoadError(o.Variant, host, fmt.Errorf("load kernel btf: %w", err))
 	}
-	loaded, err := probeFeatures(kernel).resolve(o.Variant)
+	features := probeFeatures(kernel)
+	loaded, err := features.resolve(o.Variant)
 	if err != nil {
 		return nil, err
+	}
+	if o.PinRoot != "" {
+		// The program outlives its loader: no process's death may kill.
+		loaded.HardCancel = HardCancelNone
 	}
 	spec, err := variantSpec(loaded, o)
 	if err != nil {
 		return nil, err
 	}
 	b := &BPF{opts: o, proc: procFS, loaded: loaded}
-	if err := b.load(spec, kernel); err != nil {
+	if o.PinRoot != "" {
+		err = b.openPinned(spec, kernel, features)
+	} else {
+		err = b.load(spec, kernel)
+	}
+	if err != nil {
 		b.Close()
-		return nil, explainLoadError(loaded.Variant, host, err)
+		return nil, explainLoadError(b.loaded.Variant, host, err)
 	}
 	return b, nil
 }
@@ -169,12 +210,21 @@ func variantSpec(l Loaded, o BPFOptions) (*ebpf.CollectionSpec, error) {
 	for name, value := range map[string]any{
 		lineageVarSupervisorTgid:     uint32(os.Getpid()),
 		lineageVarExitHasGroupDead:   l.GroupDead,
-		lineageVarKillWithSupervisor: l.HardCancel == HardCancelKernel,
+		lineageVarKillWithSupervisor: l.HardCancel == HardCancelKernel && o.PinRoot == "",
 		lineageVarWakeupBytes:        o.RingBytes / 4,
 		lineageVarKillUntracked:      o.OnFull != OnFullEscape,
+		lineageVarKillUidBounded:     o.KillUser != nil,
 	} {
 		if err := spec.Variables[name].Set(value); err != nil {
 			return nil, fmt.Errorf("set %s: %w", name, err)
+		}
+	}
+	if u := o.KillUser; u != nil {
+		if err := spec.Variables[lineageVarKillUidReal].Set(u.Real); err != nil {
+			return nil, fmt.Errorf("set %s: %w", lineageVarKillUidReal, err)
+		}
+		if err := spec.Variables[lineageVarKillUidEffective].Set(u.Effective); err != nil {
+			return nil, fmt.Errorf("set %s: %w", lineageVarKillUidEffective, err)
 		}
 	}
 	return spec, nil
@@ -183,11 +233,16 @@ func variantSpec(l Loaded, o BPFOptions) (*ebpf.CollectionSpec, error) {
 // load loads spec into b's objects, attaches its programs and opens the
 // reader. On error, b holds what was made so far, for Close.
 func (b *BPF) load(spec *ebpf.CollectionSpec, kernel *btf.Spec) error {
-	if err := spec.LoadAndAssign(&b.objs, &ebpf.CollectionOptions{
+	var objs struct {
+		lineageObjects
+		Bss *ebpf.Map `ebpf:".bss"`
+	}
+	if err := spec.LoadAndAssign(&objs, &ebpf.CollectionOptions{
 		Programs: ebpf.ProgramOptions{KernelTypes: kernel},
 	}); err != nil {
 		return fmt.Errorf("load bpf program: %w", err)
 	}
+	b.objs, b.bss = objs.lineageObjects, objs.Bss
 	for _, prog := range []*ebpf.Program{b.objs.HandleFork, b.objs.HandleExec, b.objs.HandleExit} {
 		l, err := link.AttachTracing(link.TracingOptions{Program: prog, AttachType: ebpf.AttachTraceRawTp})
 		if err != nil {
@@ -239,6 +294,12 @@ func (b *BPF) Close() error {
 			errs = append(errs, l.Close())
 		}
 		errs = append(errs, b.objs.Close())
+		if b.bss != nil {
+			errs = append(errs, b.bss.Close())
+		}
+		if b.pinLock != nil {
+			errs = append(errs, b.pinLock.Close())
+		}
 	})
 	return errors.Join(errs...)
 }

@@ -178,18 +178,20 @@ func (b *BPF) Members(root lineage.Identity) ([]lineage.Member, error) {
 	if err := b.adoptMissed(root); err != nil {
 		return nil, fmt.Errorf("read members of %s: %w", root, err)
 	}
+	entries, err := b.memberEntries()
+	if err != nil {
+		return nil, fmt.Errorf("read members of %s: %w", root, err)
+	}
 	var (
 		out   []lineage.Member
-		pid   uint32
-		m     lineageMember
 		stale []lineage.Identity
 	)
-	it := b.objs.Members.Iterate()
-	for it.Next(&pid, &m) {
+	for _, e := range entries {
+		m := &e.m
 		if m.RootPid != root.PID || m.RootStart != root.StartTicks {
 			continue
 		}
-		id := lineage.Identity{PID: pid, StartTicks: m.Start}
+		id := lineage.Identity{PID: e.pid, StartTicks: m.Start}
 		if m.Flags&lineageMemberFlagMEMBER_F_ADOPTED != 0 {
 			if err := b.proc.Check(id); err != nil {
 				stale = append(stale, id)
@@ -202,9 +204,6 @@ func (b *BPF) Members(root lineage.Identity) ([]lineage.Member, error) {
 			Root:      root,
 			Contained: m.Flags&lineageMemberFlagMEMBER_F_CONTAINED != 0,
 		})
-	}
-	if err := it.Err(); err != nil {
-		return nil, fmt.Errorf("read members of %s: %w", root, err)
 	}
 	for _, id := range stale {
 		b.deleteMember(id)
@@ -259,19 +258,19 @@ func (b *BPF) Forget(root lineage.Identity) error {
 	_ = b.objs.Roots.Delete(root.PID)
 	b.mapMu.Unlock()
 
-	var (
-		pid  uint32
-		m    lineageMember
-		gone []lineage.Identity
-	)
-	it := b.objs.Members.Iterate()
-	for it.Next(&pid, &m) {
-		if m.RootPid == root.PID && m.RootStart == root.StartTicks {
-			gone = append(gone, lineage.Identity{PID: pid, StartTicks: m.Start})
+	entries, err := b.memberEntries()
+	for _, e := range entries {
+		if e.m.RootPid == root.PID && e.m.RootStart == root.StartTicks {
+			b.deleteMember(lineage.Identity{PID: e.pid, StartTicks: e.m.Start})
 		}
 	}
-	for _, id := range gone {
-		b.deleteMember(id)
-	}
-	return it.Err()
+	return err
+}
+
+// IsRoot reports whether id is a registered root in the kernel's map: with
+// a pinned tracker, one an earlier tracker registered. The root itself may
+// have exited; its members stay its lineage.
+func (b *BPF) IsRoot(id lineage.Identity) bool {
+	var r lineageRoot
+	return b.objs.Roots.Lookup(id.PID, &r) == nil && r.Start == id.StartTicks
 }

@@ -13,4 +13,9 @@
 // supervisor, is decided by probing the kernel ([ProbeFeatures], [Variant],
 // [HardCancelMode]), never from its version; [ProbeHost] holds the
 // pre-checks that decide whether BPF may be tried at all. doctor reads both.
+//
+// A tracker opened with BPFOptions.PinRoot is pinned on bpffs, under a
+// directory named for [LayoutVersion], and outlives its process: the next
+// one takes it over ([Pinned]), a binary of another layout moves its
+// members into a new set, and only [Unpin] ends it.
 package loader

@@ -78,7 +78,7 @@ func runHelper(name string, args []string) int {
 		return 0
 	case "supervisor":
 		return runSupervisor(arg)
-	case "spare-supervisor", "leader-supervisor":
+	case "spare-supervisor", "leader-supervisor", "uid-supervisor":
 		return runSupervisorOf(name, arg)
 	case "leader-exit-long":
 		// The leader thread exits; another thread runs on, for a finite

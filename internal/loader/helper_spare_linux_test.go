@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/policy"
 )
 
 // runSupervisorOf loads the tracker, spawns a job that asks to die with its
@@ -17,16 +18,27 @@ import (
 //   - spare-supervisor: a shell with two sleepers; the first is spared.
 //   - leader-supervisor: a process whose leader thread has exited while
 //     another thread runs on.
+//   - uid-supervisor: lineage as if a setcap install run by uid 65534 (the
+//     kernel's kills bounded by that user), with a shell and two
+//     sleepers, one of them uid 65534's: what 65534 could not signal by
+//     kill(2), the shell and the other sleeper, is "spared".
 func runSupervisorOf(mode, sleepArg string) int {
-	b, err := OpenBPF(&BPFOptions{Variant: Variant(os.Getenv(helperVariantEnv))})
+	opts := &BPFOptions{Variant: Variant(os.Getenv(helperVariantEnv))}
+	if mode == "uid-supervisor" {
+		opts.KillUser = &policy.KillUser{Real: nobodyUID, Effective: nobodyUID}
+	}
+	b, err := OpenBPF(opts)
 	if err != nil {
 		fmt.Printf("error %v\n", err)
 		return 1
 	}
 	var cmd *exec.Cmd
-	if mode == "spare-supervisor" {
+	switch mode {
+	case "spare-supervisor":
 		cmd = exec.Command("sh", "-c", fmt.Sprintf("sleep %[1]s & sleep %[1]s & wait", sleepArg))
-	} else {
+	case "uid-supervisor":
+		cmd = exec.Command("sh", "-c", fmt.Sprintf("%[1]s sleep %[2]s & sleep %[2]s & wait", asNobody, sleepArg))
+	default:
 		cmd = helperCmd("leader-exit-long", sleepArg)
 	}
 	root, err := b.Spawn(cmd, RootOptions{DieWithSupervisor: true})
@@ -49,12 +61,18 @@ func runSupervisorOf(mode, sleepArg string) int {
 		fmt.Println("error job never got ready")
 		return 1
 	}
-	if mode == "spare-supervisor" {
+	switch mode {
+	case "spare-supervisor":
 		if err := spareFirstSleeper(b, root, sleepArg); err != nil {
 			fmt.Printf("error %v\n", err)
 			return 1
 		}
-	} else {
+	case "uid-supervisor":
+		if err := printByUID(b, root); err != nil {
+			fmt.Printf("error %v\n", err)
+			return 1
+		}
+	default:
 		fmt.Printf("member %d %d\n", root.PID, root.StartTicks)
 	}
 	fmt.Println("ready")
@@ -84,6 +102,34 @@ func spareFirstSleeper(b *BPF, root lineage.Identity, sleepArg string) error {
 	}
 	if !spared {
 		return fmt.Errorf("no sleeper to spare")
+	}
+	return nil
+}
+
+// nobodyUID is the user the uid tests bound the kernel's kills by, and
+// asNobody the command prefix that runs a program as that user.
+const (
+	nobodyUID = 65534
+	asNobody  = "setpriv --reuid 65534 --regid 65534 --clear-groups"
+)
+
+// printByUID prints every member of root's as "member" when uid 65534
+// could signal it by kill(2), else as "spared".
+func printByUID(b *BPF, root lineage.Identity) error {
+	ms, err := b.Members(root)
+	if err != nil {
+		return err
+	}
+	for _, m := range ms {
+		uid, err := b.proc.UIDs(int(m.PID))
+		if err != nil {
+			return err
+		}
+		kind := "spared"
+		if uid.Real == nobodyUID || uid.Saved == nobodyUID {
+			kind = "member"
+		}
+		fmt.Printf("%s %d %d\n", kind, m.PID, m.StartTicks)
 	}
 	return nil
 }

@@ -100,7 +100,8 @@ const (
 	lineageStatSTAT_SIGNAL_FAILED    lineageStat = 7
 	lineageStatSTAT_STALE            lineageStat = 8
 	lineageStatSTAT_UNTRACKED_KILLED lineageStat = 9
-	lineageStatSTAT_MAX              lineageStat = 10
+	lineageStatSTAT_UID_SPARED       lineageStat = 10
+	lineageStatSTAT_MAX              lineageStat = 11
 )
 
 // Names of all BPF objects in the ELF.
@@ -117,6 +118,9 @@ const (
 	lineageProgHandleFork        = "handle_fork"
 	lineageVarDoomedCount        = "doomed_count"
 	lineageVarExitHasGroupDead   = "exit_has_group_dead"
+	lineageVarKillUidBounded     = "kill_uid_bounded"
+	lineageVarKillUidEffective   = "kill_uid_effective"
+	lineageVarKillUidReal        = "kill_uid_real"
 	lineageVarKillUntracked      = "kill_untracked"
 	lineageVarKillWithSupervisor = "kill_with_supervisor"
 	lineageVarSpawnRootFlags     = "spawn_root_flags"
@@ -189,6 +193,9 @@ type lineageMapSpecs struct {
 type lineageVariableSpecs struct {
 	DoomedCount        *ebpf.VariableSpec `ebpf:"doomed_count"`
 	ExitHasGroupDead   *ebpf.VariableSpec `ebpf:"exit_has_group_dead"`
+	KillUidBounded     *ebpf.VariableSpec `ebpf:"kill_uid_bounded"`
+	KillUidEffective   *ebpf.VariableSpec `ebpf:"kill_uid_effective"`
+	KillUidReal        *ebpf.VariableSpec `ebpf:"kill_uid_real"`
 	KillUntracked      *ebpf.VariableSpec `ebpf:"kill_untracked"`
 	KillWithSupervisor *ebpf.VariableSpec `ebpf:"kill_with_supervisor"`
 	SpawnRootFlags     *ebpf.VariableSpec `ebpf:"spawn_root_flags"`
@@ -240,6 +247,9 @@ func (m *lineageMaps) Close() error {
 type lineageVariables struct {
 	DoomedCount        *ebpf.Variable `ebpf:"doomed_count"`
 	ExitHasGroupDead   *ebpf.Variable `ebpf:"exit_has_group_dead"`
+	KillUidBounded     *ebpf.Variable `ebpf:"kill_uid_bounded"`
+	KillUidEffective   *ebpf.Variable `ebpf:"kill_uid_effective"`
+	KillUidReal        *ebpf.Variable `ebpf:"kill_uid_real"`
 	KillUntracked      *ebpf.Variable `ebpf:"kill_untracked"`
 	KillWithSupervisor *ebpf.Variable `ebpf:"kill_with_supervisor"`
 	SpawnRootFlags     *ebpf.Variable `ebpf:"spawn_root_flags"`

@@ -26,6 +26,9 @@ const (
 	lineageCompatProgHandleFork        = "handle_fork"
 	lineageCompatVarDoomedCount        = "doomed_count"
 	lineageCompatVarExitHasGroupDead   = "exit_has_group_dead"
+	lineageCompatVarKillUidBounded     = "kill_uid_bounded"
+	lineageCompatVarKillUidEffective   = "kill_uid_effective"
+	lineageCompatVarKillUidReal        = "kill_uid_real"
 	lineageCompatVarKillUntracked      = "kill_untracked"
 	lineageCompatVarKillWithSupervisor = "kill_with_supervisor"
 	lineageCompatVarSpawnRootFlags     = "spawn_root_flags"
@@ -98,6 +101,9 @@ type lineageCompatMapSpecs struct {
 type lineageCompatVariableSpecs struct {
 	DoomedCount        *ebpf.VariableSpec `ebpf:"doomed_count"`
 	ExitHasGroupDead   *ebpf.VariableSpec `ebpf:"exit_has_group_dead"`
+	KillUidBounded     *ebpf.VariableSpec `ebpf:"kill_uid_bounded"`
+	KillUidEffective   *ebpf.VariableSpec `ebpf:"kill_uid_effective"`
+	KillUidReal        *ebpf.VariableSpec `ebpf:"kill_uid_real"`
 	KillUntracked      *ebpf.VariableSpec `ebpf:"kill_untracked"`
 	KillWithSupervisor *ebpf.VariableSpec `ebpf:"kill_with_supervisor"`
 	SpawnRootFlags     *ebpf.VariableSpec `ebpf:"spawn_root_flags"`
@@ -149,6 +155,9 @@ func (m *lineageCompatMaps) Close() error {
 type lineageCompatVariables struct {
 	DoomedCount        *ebpf.Variable `ebpf:"doomed_count"`
 	ExitHasGroupDead   *ebpf.Variable `ebpf:"exit_has_group_dead"`
+	KillUidBounded     *ebpf.Variable `ebpf:"kill_uid_bounded"`
+	KillUidEffective   *ebpf.Variable `ebpf:"kill_uid_effective"`
+	KillUidReal        *ebpf.Variable `ebpf:"kill_uid_real"`
 	KillUntracked      *ebpf.Variable `ebpf:"kill_untracked"`
 	KillWithSupervisor *ebpf.Variable `ebpf:"kill_with_supervisor"`
 	SpawnRootFlags     *ebpf.Variable `ebpf:"spawn_root_flags"`

@@ -32,6 +32,17 @@ type KillUser struct {
 	Real, Effective uint32
 }
 
+// InvokingUser is the user on whose behalf a process running with real
+// uid uid and effective uid euid signals: nil for root, whose kill(2) has no
+// bound, and otherwise that user, whatever capabilities the process holds
+// (a setcap install).
+func InvokingUser(uid, euid int) *KillUser {
+	if uid == 0 {
+		return nil
+	}
+	return &KillUser{Real: uint32(uid), Effective: uint32(euid)}
+}
+
 // may reports whether u could signal a process with uids ids by kill(2).
 func (u KillUser) may(ids UIDs) bool {
 	for _, s := range []uint32{u.Real, u.Effective} {

@@ -125,3 +125,17 @@ func TestProtectBoundsCapabilitiesByTheUsersKillPermission(t *testing.T) {
 		t.Error("a reused pid of the user's own is not protected")
 	}
 }
+
+// Root's kills have no user bound; anyone else's are bounded by that user,
+// whatever capabilities it holds.
+func TestInvokingUser(t *testing.T) {
+	if u := InvokingUser(0, 0); u != nil {
+		t.Errorf("root: %+v, want no bound", u)
+	}
+	if u := InvokingUser(1000, 0); u == nil || *u != (KillUser{Real: 1000, Effective: 0}) {
+		t.Errorf("set-uid root run by 1000: %+v, want real 1000, effective 0", u)
+	}
+	if u := InvokingUser(65534, 65534); u == nil || *u != (KillUser{Real: 65534, Effective: 65534}) {
+		t.Errorf("setcap install run by 65534: %+v", u)
+	}
+}

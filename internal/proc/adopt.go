@@ -22,11 +22,12 @@ import (
 // pass can't be found this way. Every fork after root is registered is
 // caught by the backend itself.
 //
-// A root with no children (lineage exec registering itself before its
-// execve) has no descendants to find, and costs no pass: what it forks
-// from now on is the backend's.
+// A root that has no children at all, as its threads' children files show
+// once it is registered, has no descendant a pass could find: Adopt then
+// reads nothing else (a root held until registered, as `lineage run`
+// starts one through the daemon, costs no scan of /proc).
 func (p FS) Adopt(root lineage.Identity, isMember func(lineage.Identity) bool, add func(child lineage.Stat, parent lineage.Identity) error) (int, error) {
-	if p.childless(int(root.PID)) {
+	if p.childless(root) {
 		return 0, nil
 	}
 	added := 0
@@ -88,20 +89,22 @@ func (p FS) adoptPass(root lineage.Identity, isMember func(lineage.Identity) boo
 	return added, nil
 }
 
-// childless reports whether every thread of pid shows an empty children
-// list. It is false when that can't be read (a kernel built without
-// CONFIG_PROC_CHILDREN): then only a pass over /proc can tell.
-func (p FS) childless(pid int) bool {
-	dir := filepath.Join(p.root, strconv.Itoa(pid), "task")
-	tasks, err := os.ReadDir(dir)
-	if err != nil || len(tasks) == 0 {
+// childless reports whether root has no child: every thread's
+// /proc/PID/task/TID/children is empty, and root is still root afterwards.
+// A thread that exits while it is read hands its children to another
+// thread first, and its own file then fails to read. False when it can't
+// be shown (a kernel without CONFIG_PROC_CHILDREN has no such files).
+func (p FS) childless(root lineage.Identity) bool {
+	dir := filepath.Join(p.root, strconv.Itoa(int(root.PID)), "task")
+	tids, err := os.ReadDir(dir)
+	if err != nil || len(tids) == 0 {
 		return false
 	}
-	for _, t := range tasks {
-		raw, err := os.ReadFile(filepath.Join(dir, t.Name(), "children"))
-		if err != nil || len(bytes.TrimSpace(raw)) > 0 {
+	for _, tid := range tids {
+		b, err := os.ReadFile(filepath.Join(dir, tid.Name(), "children"))
+		if err != nil || len(bytes.TrimSpace(b)) > 0 {
 			return false
 		}
 	}
-	return true
+	return p.Check(root) == nil
 }

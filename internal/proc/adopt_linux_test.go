@@ -37,10 +37,10 @@ func TestAdoptChildlessRootAndParent(t *testing.T) {
 			t.Fatal("the shell's sleeper did not start")
 		}
 	}
-	if !p.childless(lone.Process.Pid) {
+	if !p.childless(mustIdentity(t, p, lone.Process.Pid)) {
 		t.Error("a sleep with no children is not childless")
 	}
-	if p.childless(parent.Process.Pid) {
+	if p.childless(mustIdentity(t, p, parent.Process.Pid)) {
 		t.Error("a shell waiting for its child is childless")
 	}
 	for _, c := range []*exec.Cmd{lone, parent} {
@@ -68,4 +68,13 @@ func TestAdoptChildlessRootAndParent(t *testing.T) {
 		}
 	}
 	testutil.KillIdentity(child[0].PID, child[0].StartTicks)
+}
+
+func mustIdentity(t *testing.T, p FS, pid int) lineage.Identity {
+	t.Helper()
+	id, err := p.Identity(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

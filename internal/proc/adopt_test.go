@@ -4,11 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
 // writeStat puts a process in a fake /proc tree: its stat file, with the
@@ -112,5 +115,58 @@ func TestCheckRefusesAReusedPidAndAZombie(t *testing.T) {
 	writeStatState(t, dir, 203, 1, 23, "Z", 4)
 	if err := p.Check(lineage.Identity{PID: 203, StartTicks: 23}); err != nil {
 		t.Errorf("a process whose leader thread exited while 3 threads run: %v", err)
+	}
+}
+
+// childless speaks for real processes only: one with a child is not
+// childless, one without is, and one whose identity changed is not.
+func TestChildlessOnRealProcesses(t *testing.T) {
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	p, err := Open("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lone := exec.Command("sleep", testutil.Sleep(mark))
+	parent := exec.Command("sh", "-c", "sleep "+testutil.Sleep(mark)+" & wait")
+	for _, c := range []*exec.Cmd{lone, parent} {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+	}
+	t.Cleanup(func() {
+		for _, s := range testutil.Sleepers(mark) {
+			testutil.KillIdentity(s.PID, s.StartTicks)
+		}
+	})
+	loneID, err := p.Identity(lone.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parentID, err := p.Identity(parent.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.childless(loneID) {
+		t.Error("a sleep with no child is not childless")
+	}
+	stale := loneID
+	stale.StartTicks++
+	if p.childless(stale) {
+		t.Error("a process that is no longer the root counts as childless")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(testutil.Sleepers(mark)) < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if p.childless(parentID) {
+		t.Error("a shell with a child counts as childless")
+	}
+	members := map[lineage.Identity]bool{parentID: true}
+	n, err := p.Adopt(parentID, func(id lineage.Identity) bool { return members[id] },
+		func(child lineage.Stat, _ lineage.Identity) error { members[child.Identity] = true; return nil })
+	if err != nil || n != 1 {
+		t.Errorf("adopt from a shell with one child: %d, %v; want 1", n, err)
 	}
 }

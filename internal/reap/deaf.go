@@ -14,8 +14,15 @@ import (
 // that obey cost nothing more).
 
 // deafSettle is how long after its SIGTERM a member still alive has its
-// status read (or Options.Poll, if longer).
-const deafSettle = 100 * time.Millisecond
+// status read (or Options.Poll, if longer), once no exit has come in for a
+// poll interval: while members are still dying, one alive is most likely
+// waiting for a CPU to die on (a reap of thousands signals faster than they
+// can exit), and reading each one's status would only slow the rest. Past
+// deafPatience after its SIGTERM it is read regardless.
+const (
+	deafSettle   = 100 * time.Millisecond
+	deafPatience = time.Second
+)
 
 // Reasons given with the outcome of a member killed without its grace.
 const (
@@ -37,8 +44,12 @@ func (r *reaper) killNow(v *victim, why string) {
 // Each member is looked at once.
 func (r *reaper) deafCheck() {
 	now, settle := r.now(), max(deafSettle, r.opts.Poll)
+	quiet := now-r.exitAt >= r.opts.Poll
 	for _, v := range r.victims {
 		if !v.live || !v.termed || v.killed || v.deafChecked || now-v.termedAt < settle {
+			continue
+		}
+		if !quiet && now-v.termedAt < deafPatience {
 			continue
 		}
 		v.deafChecked = true

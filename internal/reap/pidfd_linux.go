@@ -64,7 +64,9 @@ func (p *pidfds) Open(pid int) (Pin, error) {
 	if err != nil {
 		return 0, err
 	}
-	ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}
+	// One-shot: once readable it is reported once and then disabled by the
+	// kernel, with no EPOLL_CTL_DEL per exit.
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLONESHOT, Fd: int32(fd)}
 	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
 		unix.Close(fd)
 		return 0, fmt.Errorf("watch pidfd of %d: %w", pid, err)
@@ -86,8 +88,6 @@ func (p *pidfds) Wait(timeout time.Duration) ([]Pin, error) {
 	pins := make([]Pin, n)
 	for i, ev := range p.events[:n] {
 		pins[i] = Pin(ev.Fd)
-		// Readable for good: stop watching, so it is reported once.
-		_ = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, int(ev.Fd), nil)
 	}
 	return pins, nil
 }

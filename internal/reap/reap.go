@@ -98,7 +98,9 @@ type Options struct {
 	// Signaler reaches processes; nil means pidfds. Tests of the reaper's
 	// logic inject their own. Reap uses it for one call and doesn't close it.
 	Signaler Signaler
-	// Now is the clock, as time since boot; nil means CLOCK_BOOTTIME. Ages
+	// Now is the clock, as time since boot; nil means CLOCK_BOOTTIME as read
+	// once when the reap starts, advanced by Go's monotonic clock (read
+	// without a system call; the two differ only by time suspended). Ages
 	// are computed on it, so an injected clock yields arbitrary ages.
 	Now func() time.Duration
 }
@@ -265,7 +267,8 @@ func Reap(ctx context.Context, src Source, opts Options) (Report, error) {
 		opts.ProcRoot = "/proc"
 	}
 	if opts.Now == nil {
-		opts.Now = proc.BootTime
+		boot, mono := proc.BootTime(), time.Now()
+		opts.Now = func() time.Duration { return boot + time.Since(mono) }
 	}
 	procFS, err := proc.Open(opts.ProcRoot)
 	if err != nil {

@@ -33,7 +33,9 @@ type reaper struct {
 	stopMode bool
 	// deadline is when Options.Timeout passes, on the reaper's clock.
 	deadline time.Duration
-	rep      Report
+	// exitAt is when an exit last came in, on the reaper's clock.
+	exitAt time.Duration
+	rep    Report
 }
 
 func (r *reaper) now() time.Duration { return r.opts.Now() }
@@ -259,6 +261,10 @@ func (r *reaper) watch(ctx context.Context, deadline time.Duration, fresh func(*
 			}
 		}
 		if fresh != nil {
+			// Collect the exits so far first: a member gone needs no look.
+			if err := r.await(0); err != nil {
+				return err
+			}
 			r.deafCheck()
 		}
 		if now >= deadline {
@@ -279,6 +285,9 @@ func (r *reaper) await(timeout time.Duration) error {
 	r.gen++
 	if err != nil {
 		return fmt.Errorf("wait for exits: %w", err)
+	}
+	if len(pins) > 0 {
+		r.exitAt = r.now()
 	}
 	for _, p := range pins {
 		if v, ok := r.byPin[p]; ok && (v.live || v.out.Result == Survived) {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/policy"
 )
 
 // APIVersion is the version of the API, the /v1 of its paths.
@@ -22,6 +23,13 @@ type OpenSession struct {
 	Parent string `json:"parent,omitempty"`
 	// Owner is the process whose death closes the session.
 	Owner *lineage.Identity `json:"owner,omitempty"`
+	// Keep are the session's first keep rules (`lineage run --keep`):
+	// they spare processes from every reap of the session.
+	Keep []policy.Keep `json:"keep,omitempty"`
+	// SelfClose lets a member of the session close it (a CI runner's
+	// job-completed hook runs inside the job it ends); that close spares
+	// the caller's chain of lineage parents up to its root.
+	SelfClose bool `json:"self_close,omitempty"`
 }
 
 // AddRoot is the body of POST /v1/roots: register the running process PID
@@ -36,6 +44,11 @@ type AddRoot struct {
 	// Command is what the root is about to run (lineage exec sends the
 	// command it will execve); nil reads the argv from /proc.
 	Command []string `json:"command,omitempty"`
+	// Owner and Keep are as in [OpenSession], for a session this request
+	// opens (`lineage run` opens its job's session so); a session that
+	// exists keeps its own.
+	Owner *lineage.Identity `json:"owner,omitempty"`
+	Keep  []policy.Keep     `json:"keep,omitempty"`
 }
 
 // AddKeep is the body of POST /v1/keeps: spare one process, or (Root set)
@@ -58,6 +71,9 @@ type Session struct {
 	Roots   []Root            `json:"roots"`
 	Keeps   []Keep            `json:"keeps"`
 	Closing bool              `json:"closing,omitempty"`
+
+	// SelfClose: see [OpenSession].
+	SelfClose bool `json:"self_close,omitempty"`
 }
 
 // Root is a registered root as the API shows it.

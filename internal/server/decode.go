@@ -18,6 +18,9 @@ import (
 // MaxBody is the largest request body the server reads.
 const MaxBody = 64 << 10
 
+// maxKeeps bounds the keep rules a session opens with.
+const maxKeeps = 256
+
 // maxTTL bounds a keep's lifetime.
 const maxTTL = 30 * 24 * time.Hour
 
@@ -88,6 +91,9 @@ func DecodeOpenSession(r io.Reader) (OpenSession, error) {
 			return req, fmt.Errorf("owner: %w", err)
 		}
 	}
+	if len(req.Keep) > maxKeeps {
+		return req, fmt.Errorf("%w keep: over %d rules", lineage.ErrInvalid, maxKeeps)
+	}
 	return req, nil
 }
 
@@ -105,6 +111,14 @@ func DecodeAddRoot(r io.Reader) (AddRoot, error) {
 	}
 	if len(req.Label) > 256 {
 		return req, fmt.Errorf("%w label: over 256 bytes", lineage.ErrInvalid)
+	}
+	if req.Owner != nil {
+		if err := req.Owner.Validate(); err != nil {
+			return req, fmt.Errorf("owner: %w", err)
+		}
+	}
+	if len(req.Keep) > maxKeeps {
+		return req, fmt.Errorf("%w keep: over %d rules", lineage.ErrInvalid, maxKeeps)
 	}
 	return req, nil
 }

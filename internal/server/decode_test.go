@@ -143,3 +143,44 @@ func FuzzDecodeKeepRule(f *testing.F) {
 		}
 	})
 }
+
+func TestDecodeRunFields(t *testing.T) {
+	for _, c := range []struct {
+		body string
+		ok   bool
+	}{
+		{`{"pid":42,"session":"a","owner":{"pid":7,"start":9},"keep":["exe:/usr/bin/redis-server","7@9","root:7@9"]}`, true},
+		{`{"pid":42,"session":"a","keep":["exe:relative"]}`, false},
+		{`{"pid":42,"session":"a","keep":["nonsense"]}`, false},
+		{`{"pid":42,"session":"a","owner":{"pid":1,"start":9}}`, false},
+	} {
+		_, err := DecodeAddRoot(strings.NewReader(c.body))
+		if c.ok && err != nil {
+			t.Errorf("%s: %v", c.body, err)
+		}
+		if !c.ok && !badInput(err) {
+			t.Errorf("%s: %v, want invalid", c.body, err)
+		}
+	}
+	for _, c := range []struct {
+		body string
+		ok   bool
+	}{
+		{`{"event":"root-exit"}`, true},
+		{`{"event":"deadline","reaping_off":true,"reaping_by":"LINEAGE_REAPING=off","linger_ns":1,"grace_ns":2,"timeout_ns":3,"close":true}`, true},
+		{`{}`, false},
+		{`{"event":"turn-end"}`, false},
+		{`{"event":"session-close"}`, false},
+		{`{"event":"root-exit","grace_ns":-1}`, false},
+		{`{"event":"root-exit","reaping_by":"` + strings.Repeat("b", 257) + `"}`, false},
+		{`{"event":"root-exit","bogus":1}`, false},
+	} {
+		_, _, err := DecodeEndRoot(strings.NewReader(c.body))
+		if c.ok && err != nil {
+			t.Errorf("%s: %v", c.body, err)
+		}
+		if !c.ok && !badInput(err) {
+			t.Errorf("%s: %v, want invalid", c.body, err)
+		}
+	}
+}

@@ -17,15 +17,17 @@ func (s *Server) turnEnd(r *http.Request, p Peer) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, s.end(r.Context(), se, policy.TurnEnd, p.UID), nil
+	out := s.end(r.Context(), se, policy.TurnEnd, p.UID)
+	s.save()
+	return http.StatusOK, out, nil
 }
 
 func (s *Server) closeSessionHandler(r *http.Request, p Peer) (int, any, error) {
-	se, err := s.changeable(r.PathValue("id"), p, "close a session")
+	se, spare, err := s.closable(r.PathValue("id"), p)
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, s.closeSession(context.WithoutCancel(r.Context()), se.id, p.UID), nil
+	return http.StatusOK, s.closeSparing(context.WithoutCancel(r.Context()), se.id, p.UID, spare), nil
 }
 
 func (s *Server) reportSession(r *http.Request, p Peer) (int, any, error) {
@@ -90,13 +92,18 @@ const parallelSettles = 16
 // end applies the policy for ev to each of se's roots, on behalf of uid,
 // and forgets the roots whose lineage is empty afterwards (all of them on
 // a session close). The roots are settled concurrently, each by one
-// goroutine; the answer lists them in order.
+// goroutine; the answer lists them in order. The caller saves the state.
 func (s *Server) end(ctx context.Context, se *session, ev policy.Event, uid uint32) Ended {
+	return s.endSparing(ctx, se, ev, uid, nil)
+}
+
+// endSparing is end with spare added to the session's keep rules.
+func (s *Server) endSparing(ctx context.Context, se *session, ev policy.Event, uid uint32, spare policy.KeepRules) Ended {
 	se.op.Lock()
 	defer se.op.Unlock()
 	out := Ended{Session: se.id, Event: ev.String(), Kind: se.kind.String(), Reaping: s.opts.Reaping.String(), Roots: []RootEnd{}}
 	s.mu.Lock()
-	keeps := se.keepRules()
+	keeps := append(se.keepRules(), spare...)
 	s.mu.Unlock()
 	opts := job.SettleOptions{
 		Input:  policy.Input{Kind: se.kind, Event: ev, Reaping: s.opts.Reaping},
@@ -117,7 +124,6 @@ func (s *Server) end(ctx context.Context, se *session, ev policy.Event, uid uint
 	}
 	wg.Wait()
 	out.Roots = append(out.Roots, ends...)
-	s.save()
 	return out
 }
 
@@ -153,6 +159,12 @@ func (s *Server) forget(se *session, e rootEntry) {
 // decided on as a session close calls for, then forgotten, and the session
 // is gone.
 func (s *Server) closeSession(ctx context.Context, id string, uid uint32) Ended {
+	return s.closeSparing(ctx, id, uid, nil)
+}
+
+// closeSparing is closeSession with spare added to the keep rules of id
+// and of its child sessions.
+func (s *Server) closeSparing(ctx context.Context, id string, uid uint32, spare policy.KeepRules) Ended {
 	s.mu.Lock()
 	se := s.sessions[id]
 	kids := s.children(id)
@@ -162,9 +174,9 @@ func (s *Server) closeSession(ctx context.Context, id string, uid uint32) Ended 
 	}
 	var done []Ended
 	for _, kid := range kids {
-		done = append(done, s.closeSession(ctx, kid, uid))
+		done = append(done, s.closeSparing(ctx, kid, uid, spare))
 	}
-	out := s.end(ctx, se, policy.SessionClose, uid)
+	out := s.endSparing(ctx, se, policy.SessionClose, uid, spare)
 	out.Children = done
 	s.mu.Lock()
 	se.closed = true

@@ -19,6 +19,8 @@ var (
 		"Events the kernel dropped because the ring buffer was full (membership stays exact; the record and event streams have gaps).", nil, nil)
 	descUntracked = prometheus.NewDesc("lineage_untracked_processes_total",
 		"New processes not tracked because the membership map was full (killed or escaped, as --on-full says).", nil, nil)
+	descUIDSpared = prometheus.NewDesc("lineage_kernel_kills_spared_total",
+		"Kills the kernel side skipped because the invoking user could not have sent them with kill(2) (a setcap install; always 0 as root).", nil, nil)
 	descMapEntries = prometheus.NewDesc("lineage_members_map_entries",
 		"Entries in the bpf backend's membership map.", nil, nil)
 	descMapCapacity = prometheus.NewDesc("lineage_members_map_capacity",
@@ -30,7 +32,7 @@ var (
 type stateCollector struct{ s *Server }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTracked, descRoots, descSessions, descLost, descUntracked, descMapEntries, descMapCapacity} {
+	for _, d := range []*prometheus.Desc{descTracked, descRoots, descSessions, descLost, descUntracked, descUIDSpared, descMapEntries, descMapCapacity} {
 		ch <- d
 	}
 }
@@ -51,9 +53,12 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descRoots, prometheus.GaugeValue, float64(roots))
 	if st, err := s.tracker.Stats(); err != nil {
 		ch <- prometheus.NewInvalidMetric(descLost, err)
+		ch <- prometheus.NewInvalidMetric(descUntracked, err)
+		ch <- prometheus.NewInvalidMetric(descUIDSpared, err)
 	} else {
 		ch <- prometheus.MustNewConstMetric(descLost, prometheus.CounterValue, float64(st.EventsLost))
 		ch <- prometheus.MustNewConstMetric(descUntracked, prometheus.CounterValue, float64(st.MembersFull))
+		ch <- prometheus.MustNewConstMetric(descUIDSpared, prometheus.CounterValue, float64(st.UIDSpared))
 	}
 	members, capacity, err := s.tracker.Fill()
 	switch {

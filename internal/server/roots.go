@@ -56,7 +56,12 @@ func (s *Server) sessionForRoot(req AddRoot, p Peer) (*session, bool, error) {
 		se, err := s.lookup(req.Session, p)
 		return se, false, err
 	}
-	se, err := s.newSession(OpenSession{ID: req.Session, Kind: req.Kind, Label: req.Label}, p)
+	se, err := s.newSession(OpenSession{ID: req.Session, Kind: req.Kind, Label: req.Label, Owner: req.Owner, Keep: req.Keep}, p)
+	if err == nil && se.owner != nil {
+		if err = s.watchOwner(se); err != nil {
+			delete(s.sessions, se.id)
+		}
+	}
 	return se, err == nil, err
 }
 
@@ -96,8 +101,9 @@ func (s *Server) register(se *session, id lineage.Identity, label string, comman
 func (s *Server) dropIfEmpty(se *session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(se.roots) == 0 && se.owner == nil && len(s.children(se.id)) == 0 {
+	if len(se.roots) == 0 && len(s.children(se.id)) == 0 {
 		se.closed = true
+		se.stopOwner()
 		delete(s.sessions, se.id)
 	}
 }

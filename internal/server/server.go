@@ -72,9 +72,11 @@ type Server struct {
 	records *records
 }
 
-// Open opens the tracker and restores the sessions saved in the state
-// directory, re-registering the roots that still run. The calling process
-// becomes a child subreaper, as for any tracker.
+// Open opens the tracker (taking a pinned one over, when
+// Options.Tracker.PinRoot has one) and restores the sessions saved in the
+// state directory: roots the pinned tracker still has come back with their
+// lineage as the kernel kept it, others that still run are registered
+// again. The calling process becomes a child subreaper, as for any tracker.
 func Open(opts Options) (*Server, error) {
 	s := &Server{opts: opts, sessions: make(map[string]*session), hub: newHub(), log: opts.Log}
 	if s.log == nil {
@@ -140,8 +142,9 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 // Close stops serving, ends the event streams, stops watching owners and
-// closes the tracker. Roots are neither reaped nor forgotten: the state
-// file keeps them for the next start.
+// closes the tracker, which tracks on in the kernel when it is pinned.
+// Roots are neither reaped nor forgotten: the state file keeps them for the
+// next start.
 func (s *Server) Close() error {
 	s.closing.Do(func() { s.closeErr = s.close() })
 	return s.closeErr
@@ -209,6 +212,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/v1/sessions/{id}/report", methods{"GET": s.reportSession})
 	mux.Handle("/v1/roots", methods{"GET": s.listRoots, "POST": s.addRoot})
 	mux.Handle("/v1/roots/{id}", methods{"GET": s.getRoot, "DELETE": s.removeRoot})
+	mux.Handle("/v1/roots/{id}/end", methods{"POST": s.endRoot})
 	mux.Handle("/v1/keeps", methods{"POST": s.addKeep})
 	mux.Handle("/v1/keeps/{rule}", methods{"DELETE": s.removeKeep})
 	mux.Handle("/v1/events", methods{"GET": s.events})
@@ -227,6 +231,8 @@ type Status struct {
 	Reaping  string `json:"reaping"`
 	Sessions int    `json:"sessions"`
 	UID      uint32 `json:"caller_uid"`
+	// Backend is the tracker's backend: "bpf" or "proc".
+	Backend string `json:"backend,omitempty"`
 	// Goroutines is the daemon's goroutine count, for leak checks.
 	Goroutines int `json:"goroutines"`
 }
@@ -240,7 +246,7 @@ func (s *Server) status(r *http.Request, p Peer) (int, any, error) {
 		}
 	}
 	s.mu.Unlock()
-	return http.StatusOK, Status{API: APIVersion, Reaping: s.opts.Reaping.String(), Sessions: n, UID: p.UID, Goroutines: runtime.NumGoroutine()}, nil
+	return http.StatusOK, Status{API: APIVersion, Reaping: s.opts.Reaping.String(), Sessions: n, UID: p.UID, Goroutines: runtime.NumGoroutine(), Backend: s.tracker.Backend().Backend}, nil
 }
 
 // parseIdentityPath reads the {id} of a roots path.

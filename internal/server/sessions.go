@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -30,6 +31,9 @@ type session struct {
 
 	op         sync.Mutex
 	ownerWatch func()
+
+	// selfClose: a member may close the session (see OpenSession).
+	selfClose bool
 }
 
 // root is one registered root.
@@ -59,7 +63,7 @@ func (se *session) stopOwner() {
 func (se *session) view() Session {
 	v := Session{
 		ID: se.id, Kind: se.kind.String(), Label: se.label, Parent: se.parent, Owner: se.owner,
-		UID: se.uid, Opened: se.opened, Roots: []Root{}, Keeps: []Keep{}, Closing: se.closed,
+		SelfClose: se.selfClose, UID: se.uid, Opened: se.opened, Roots: []Root{}, Keeps: []Keep{}, Closing: se.closed,
 	}
 	for id, r := range se.roots {
 		v.Roots = append(v.Roots, r.view(id, se.id))
@@ -135,7 +139,11 @@ func (s *Server) newSession(req OpenSession, p Peer) (*session, error) {
 	}
 	se := &session{
 		id: req.ID, kind: parseKind(req.Kind), label: req.Label, parent: req.Parent, owner: req.Owner,
-		uid: p.UID, opened: time.Now(), roots: make(map[lineage.Identity]*root),
+		selfClose: req.SelfClose, uid: p.UID, opened: time.Now(), roots: make(map[lineage.Identity]*root),
+	}
+	// exe rules match the program as named and as resolved, once, now.
+	for _, k := range policy.KeepRules(req.Keep).Resolve(filepath.EvalSymlinks) {
+		se.keeps = append(se.keeps, keep{rule: k})
 	}
 	s.sessions[se.id] = se
 	return se, nil

@@ -158,9 +158,11 @@ func (f *stateFile) write(seq uint64, st savedState) error {
 }
 
 // restore reads the state file back: sessions and keeps as they were,
-// roots re-registered (their descendants adopted again from /proc). A root
-// that is gone is dropped and said so; a session whose owner is gone is
-// closed.
+// roots taken back. A pinned tracker that has a root registered still has
+// its lineage exact, members forked while no daemon ran included, even when
+// the root itself is gone; other roots are registered again (their
+// descendants adopted again from /proc), and one that is gone is dropped
+// and said so. A session whose owner is gone is closed.
 func (s *Server) restore() error {
 	if s.state == nil {
 		return nil
@@ -194,9 +196,9 @@ func (s *Server) restore() error {
 	return nil
 }
 
-// restoreRoot registers id again as a root of se, as saved in r.
+// restoreRoot takes id back as a root of se, as saved in r.
 func (s *Server) restoreRoot(se *session, id lineage.Identity, r Root) error {
-	j, err := s.tracker.Register(id, job.RegisterOptions{Command: r.Command})
+	j, err := s.tracker.Resume(id, job.RegisterOptions{Command: r.Command})
 	if err != nil {
 		return err
 	}
@@ -208,7 +210,7 @@ func (s *Server) restoreRoot(se *session, id lineage.Identity, r Root) error {
 func (s *Server) restoreSession(ss Session) *session {
 	se := &session{
 		id: ss.ID, kind: parseKind(ss.Kind), label: ss.Label, parent: ss.Parent, owner: ss.Owner,
-		uid: ss.UID, opened: ss.Opened, roots: make(map[lineage.Identity]*root),
+		selfClose: ss.SelfClose, uid: ss.UID, opened: ss.Opened, roots: make(map[lineage.Identity]*root),
 	}
 	for _, r := range ss.Roots {
 		if err := s.restoreRoot(se, r.Root, r); err == nil {

@@ -52,6 +52,12 @@ func Sleep(marker string) string {
 	return "97." + marker
 }
 
+// LongSleep is [Sleep] for a bystander that must outlive a long test (one
+// that runs for minutes on a loaded machine): at most about five minutes.
+func LongSleep(marker string) string {
+	return "297." + marker
+}
+
 // Proc is a process found by Find.
 type Proc struct {
 	PID        int
