@@ -18,7 +18,7 @@ import (
 func startProcDaemon(t *testing.T) *daemon {
 	t.Helper()
 	dir := t.TempDir()
-	d := &daemon{t: t, sock: filepath.Join(dir, "lineage.sock"), state: filepath.Join(dir, "state"), stderr: &lockedBuffer{}}
+	d := &daemon{t: t, sock: filepath.Join(dir, "lineage.sock"), state: filepath.Join(dir, "state"), stderr: &lockedBuffer{}, pin: "none"}
 	// The last --backend wins over start's.
 	d.start("--backend", "proc")
 	t.Cleanup(d.stop)
