@@ -6,7 +6,7 @@ bin=${1:-bin/lineage}
 out=bench-results
 mkdir -p "$out"
 
-echo "== spawner rates and lineage run wall time (cmd/lineage-bench)"
+echo "== spawner rates, lineage run wall time, reap latency, the sidecar (cmd/lineage-bench)"
 go build -o "$out/lineage-bench" ./cmd/lineage-bench
 # The benchmark (and the event reader it runs) stays on CPU 0; it pins the
 # spawner to the last CPU, so that the two don't share one.

@@ -8,7 +8,11 @@
 //   - with -record, only the spawner's rates under `lineage run` with and
 //     without --record;
 //   - the reap latency of `lineage run` (job exit → lineage exit) with 100,
-//     1,000 and 5,000 leftovers, against the pidfd floor.
+//     1,000 and 5,000 leftovers, against the pidfd floor;
+//   - the sidecar's: `lineage exec -- true` over `true`, registering a
+//     process with 1,000 descendants, closing a session of 100 roots with
+//     10 leftovers each beside the pidfd floor for 1,000, and the daemon's
+//     RSS idle and with 10,000 members.
 //
 // It needs root (the BPF tracker) and gcc (the spawner is a small C program,
 // so that the Go runtime's own fork cost doesn't blur the figures).
@@ -40,10 +44,16 @@ func main() {
 	guardRuns := flag.Int("guardian-forks", 2000, "forks per `lineage run` spawner measurement, guardian on and off (0: skip)")
 	recordOnly := flag.Bool("record", false, "measure only what `lineage run --record` costs the spawner")
 	reapRounds := flag.Int("reap-rounds", 3, "interleaved rounds per reap latency figure")
-	only := flag.String("only", "", `"reap": measure the reap latency alone; "daemon": lineage run through a daemon against standalone`)
+	only := flag.String("only", "", `"reap": measure the reap latency alone; "daemon": lineage run through a daemon against standalone; "serve": the sidecar's figures alone`)
+	sb := serveFlags()
 	backends := flag.String("reap-backends", "bpf,proc", "the backends whose reap latency is measured")
 	baseline := flag.String("reap-baseline", "", "another lineage binary (an older build) whose bpf reap latency is measured in the same rounds")
 	flag.Parse()
+	if *only == "serve" {
+		fmt.Printf("## lineage benchmarks\n\n%s\n\n", machine())
+		benchServe(*lineageBin, *sb)
+		return
+	}
 	if *only == "daemon" {
 		fmt.Printf("## lineage benchmarks\n\n%s\n\n", machine())
 		benchDaemon(*lineageBin, *runs, *rounds, *guardRuns)
@@ -99,6 +109,7 @@ func main() {
 	}
 	printWalls(walls)
 	benchReap(reapCols, *reapRounds)
+	benchServe(*lineageBin, *sb)
 }
 
 // reapColumns names what the reap latency is measured for: the baseline

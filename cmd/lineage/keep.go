@@ -1,28 +1,44 @@
 package main
 
 import (
+	"fmt"
 	"io"
+	"net/url"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/server"
 )
 
 func newCmdKeep(s streams) *cobra.Command {
 	o := &clientOptions{s: s}
 	var req server.AddKeep
+	var rm bool
 	cmd := &cobra.Command{
-		Use:   "keep PID@START [--root] [--ttl D]",
-		Short: "Spare a process (or, with --root, a root's whole lineage) from its session's reaps",
+		Use:   "keep PID@START [--root] [--ttl D] | keep --rm PID@START [--root]",
+		Short: "Spare a process (or, with --root, a root's whole lineage) from its session's reaps; --rm ends the keep",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			req.Process = args[0]
 			var out server.Keep
+			if rm {
+				if req.TTL != "" {
+					return fmt.Errorf("%w: --ttl with --rm: a removed keep has no lifetime", lineage.ErrInvalid)
+				}
+				rule := args[0]
+				if req.Root && !strings.HasPrefix(rule, "root:") {
+					rule = "root:" + rule
+				}
+				return o.call(cmd.Context(), "DELETE", "/v1/keeps/"+url.PathEscape(rule), nil, &out, func(w io.Writer) { linef(w, "unkept %s", out.Rule) })
+			}
+			req.Process = args[0]
 			return o.call(cmd.Context(), "POST", "/v1/keeps", req, &out, func(w io.Writer) { linef(w, "kept %s", out.Rule) })
 		},
 	}
 	o.flags(cmd)
 	cmd.Flags().BoolVar(&req.Root, "root", false, "keep the whole lineage of the root PID@START")
 	cmd.Flags().StringVar(&req.TTL, "ttl", "", "how long the keep lasts (default: until the session closes)")
+	cmd.Flags().BoolVar(&rm, "rm", false, "end the keep on PID@START (with --root: on the root's lineage); nothing is signalled")
 	return cmd
 }

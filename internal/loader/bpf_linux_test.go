@@ -380,6 +380,19 @@ func testRegisterAdoptsExistingDescendants(t *testing.T, v Variant) {
 			t.Errorf("process %d %q forked after register is not a member", p.PID, p.Argv)
 		}
 	}
+	// One pass for many roots lists what a pass per root lists.
+	all, err := b.MembersOfRoots([]lineage.Identity{root, {PID: 1 << 22, StartTicks: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 1 || len(all[root]) != len(ms) {
+		t.Errorf("members of roots %v, want the %d of %v", all, len(ms), root)
+	}
+	for _, m := range all[root] {
+		if _, ok := ms[m.Identity]; !ok || m.Root != root {
+			t.Errorf("member %v of %v is not one of %v", m.Identity, m.Root, ms)
+		}
+	}
 }
 
 func TestRegisterRefusesBadInputAndChangesNothing(t *testing.T) {

@@ -309,6 +309,17 @@ func (p *Proc) Contain(root lineage.Identity) (lineage.Containment, error) {
 	return lineage.ContainStop, nil
 }
 
+// Uncontain ends what Contain started, for a lineage that lives on after a
+// reap that spared some of its members. The proc backend holds nothing in
+// place: the stop containment is the reaper's, and the reaper resumes every
+// member it stopped and did not end (kept, refused, or left when the reap
+// was cut short) before it returns.
+func (p *Proc) Uncontain(root lineage.Identity) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.track.uncontain(root)
+}
+
 // Forget implements Backend. Orphans of a forgotten spawned lineage that
 // reparent to this process later are no longer attributed to it.
 func (p *Proc) Forget(root lineage.Identity) error {

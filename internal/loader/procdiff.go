@@ -434,6 +434,17 @@ func (t *procTracker) contain(root lineage.Identity) error {
 	return nil
 }
 
+// uncontain ends root's reap: nothing of the proc backend's containment
+// outlives it (the reaper resumes what it stopped and did not end).
+func (t *procTracker) uncontain(root lineage.Identity) error {
+	r, ok := t.roots[root]
+	if !ok {
+		return fmt.Errorf("root %s: %w", root, ErrNotRoot)
+	}
+	r.reaping = false
+	return nil
+}
+
 // forget drops root and its members. Orphans of a forgotten spawned root
 // that reparent to this process later are no longer attributed to it.
 func (t *procTracker) forget(root lineage.Identity) error {

@@ -1,6 +1,7 @@
 package loader
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -447,6 +448,14 @@ func TestProcTrackerCountsStaleAndUnattributed(t *testing.T) {
 	if tr.counts.Stale != 1 || tr.unattributed != 1 || tr.counts.Exits != 1 {
 		t.Errorf("stale %d, unattributed %d, exits %d; want 1 each", tr.counts.Stale, tr.unattributed, tr.counts.Exits)
 	}
+	// Contain and Uncontain mark the root's reap and its end.
+	other := lineage.Identity{PID: 300, StartTicks: 1100}
+	if err := tr.contain(other); err != nil || !tr.roots[other].reaping {
+		t.Errorf("contain: %v, reaping %v", err, tr.roots[other].reaping)
+	}
+	if err := tr.uncontain(other); err != nil || tr.roots[other].reaping {
+		t.Errorf("uncontain: %v, reaping %v", err, tr.roots[other].reaping)
+	}
 	// Forget drops the root and its members; Contain needs a root.
 	if err := tr.forget(lineage.Identity{PID: 200, StartTicks: 1000}); err != nil {
 		t.Fatal(err)
@@ -456,6 +465,9 @@ func TestProcTrackerCountsStaleAndUnattributed(t *testing.T) {
 	}
 	if err := tr.contain(lineage.Identity{PID: 200, StartTicks: 1000}); err == nil {
 		t.Errorf("contain of a forgotten root: no error")
+	}
+	if err := tr.uncontain(lineage.Identity{PID: 200, StartTicks: 1000}); !errors.Is(err, ErrNotRoot) {
+		t.Errorf("uncontain of a forgotten root: %v", err)
 	}
 }
 

@@ -44,19 +44,15 @@ func (p FS) Adopt(root lineage.Identity, isMember func(lineage.Identity) bool, a
 }
 
 func (p FS) adoptPass(root lineage.Identity, isMember func(lineage.Identity) bool, add func(lineage.Stat, lineage.Identity) error) (int, error) {
-	pids, err := p.PIDs()
-	if err != nil {
-		return 0, err
-	}
-	stats := make(map[int]lineage.Stat, len(pids))
+	stats := make(map[int]lineage.Stat)
 	children := make(map[int][]int)
-	for _, pid := range pids {
-		st, err := p.Stat(pid)
-		if err != nil {
-			continue // exited while we looked
-		}
+	// A process that exited while we looked is left out.
+	if err := p.eachStat(func(st lineage.Stat) {
+		pid := int(st.PID)
 		stats[pid] = st
 		children[st.PPID] = append(children[st.PPID], pid)
+	}); err != nil {
+		return 0, err
 	}
 	// Walk down from every member: a member reparented away from root still
 	// has its own children.

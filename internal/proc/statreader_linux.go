@@ -371,3 +371,13 @@ func parseDecimal(b []byte) (uint64, bool) {
 	}
 	return v, true
 }
+
+// eachStat hands the stat of every live process to fn, read by a lean
+// reader that keeps no file open: a pass of adoption over /proc.
+func (p FS) eachStat(fn func(lineage.Stat)) error {
+	r := p.StatReader()
+	defer r.Close()
+	r.KeepOpen(func(lineage.Stat) bool { return false })
+	_, err := r.Scan(fn, nil)
+	return err
+}

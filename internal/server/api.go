@@ -151,6 +151,7 @@ const (
 	CodeForbidden  = "forbidden"   // 403
 	CodeNotFound   = "not_found"   // 404
 	CodeMethod     = "method"      // 405
+	CodeTimeout    = "timeout"     // 408
 	CodeConflict   = "conflict"    // 409
 	CodeTooLarge   = "too_large"   // 413
 	CodeInternal   = "internal"    // 500

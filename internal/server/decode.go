@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
@@ -150,4 +151,26 @@ func DecodeAddKeep(r io.Reader) (AddKeep, lineage.Identity, policy.Keep, time.Du
 		}
 	}
 	return req, id, keep, ttl, nil
+}
+
+// rootPrefix marks a keep rule on a root's whole lineage.
+const rootPrefix = "root:"
+
+// DecodeKeepRule reads the {rule} of DELETE /v1/keeps/{rule}: a keep rule
+// as the API shows it, PID@START or root:PID@START. It returns the
+// identity the rule names and the rule.
+func DecodeKeepRule(s string) (lineage.Identity, policy.Keep, error) {
+	text, root := strings.CutPrefix(s, rootPrefix)
+	id, err := lineage.ParseIdentity(text)
+	if err != nil {
+		return lineage.Identity{}, policy.Keep{}, fmt.Errorf("keep rule %.80q: %w", s, err)
+	}
+	rule, err := policy.KeepIdentity(id)
+	if root {
+		rule, err = policy.KeepRoot(id)
+	}
+	if err != nil {
+		return lineage.Identity{}, policy.Keep{}, err
+	}
+	return id, rule, nil
 }

@@ -6,7 +6,8 @@
 // any other uid may register only processes whose real uid is its own, and
 // may see, keep, end or close only the sessions it opened. A caller that is
 // itself a member of a tracked lineage may register and read, but may not
-// untrack, keep, end or close anything: a job can't free itself. Reaping on
+// untrack, keep, remove a keep, end or close anything, in any session: a
+// job can't free itself, nor end another session of the same uid. Reaping on
 // behalf of a caller never signals what that caller could not signal with
 // kill(2); such processes are reported instead.
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/job"
@@ -82,9 +83,16 @@ func (s *Server) rootsOf(se *session) []rootEntry {
 	return out
 }
 
+// parallelSettles bounds how many of a session's roots are decided on
+// (and reaped) at once: each root's reap waits mostly for its members to
+// die, so a session of many roots ends in about the time of its slowest
+// root, not in the sum of them all.
+const parallelSettles = 16
+
 // end applies the policy for ev to each of se's roots, on behalf of uid,
 // and forgets the roots whose lineage is empty afterwards (all of them on
-// a session close). The caller saves the state.
+// a session close). The roots are settled concurrently, each by one
+// goroutine; the answer lists them in order. The caller saves the state.
 func (s *Server) end(ctx context.Context, se *session, ev policy.Event, uid uint32) Ended {
 	return s.endSparing(ctx, se, ev, uid, nil)
 }
@@ -97,21 +105,37 @@ func (s *Server) endSparing(ctx context.Context, se *session, ev policy.Event, u
 	s.mu.Lock()
 	keeps := append(se.keepRules(), spare...)
 	s.mu.Unlock()
-	for _, e := range s.rootsOf(se) {
-		rep := e.rt.job.Settle(ctx, job.SettleOptions{
-			Input:  policy.Input{Kind: se.kind, Event: ev, Reaping: s.opts.Reaping},
-			Keep:   keeps,
-			Refuse: s.killRefuser(uid),
-			Reap:   job.ReapOptions{Linger: s.opts.Linger, Grace: s.opts.Grace},
-		})
-		out.Roots = append(out.Roots, se.rootEnd(e, rep))
-		s.hub.settled(se.id, rep, ev.String())
-		s.metrics.settled(rep)
-		if ev == policy.SessionClose || s.empty(e.rt) {
-			s.forget(se, e)
-		}
+	opts := job.SettleOptions{
+		Input:  policy.Input{Kind: se.kind, Event: ev, Reaping: s.opts.Reaping},
+		Keep:   keeps,
+		Refuse: s.killRefuser(uid),
+		Reap:   job.ReapOptions{Linger: s.opts.Linger, Grace: s.opts.Grace},
 	}
+	roots := s.rootsOf(se)
+	ends := make([]RootEnd, len(roots))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, parallelSettles)
+	for i, e := range roots {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			ends[i] = s.settle(ctx, se, e, ev, opts)
+		})
+	}
+	wg.Wait()
+	out.Roots = append(out.Roots, ends...)
 	return out
+}
+
+// settle decides on one root of se, and forgets it when ev calls for that.
+func (s *Server) settle(ctx context.Context, se *session, e rootEntry, ev policy.Event, opts job.SettleOptions) RootEnd {
+	rep := e.rt.job.Settle(ctx, opts)
+	s.hub.settled(se.id, rep, ev.String())
+	s.metrics.settled(rep)
+	if ev == policy.SessionClose || s.empty(e.rt) {
+		s.forget(se, e)
+	}
+	return se.rootEnd(e, rep)
 }
 
 // empty reports whether rt's lineage has no live member left.

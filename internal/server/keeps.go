@@ -2,9 +2,11 @@ package server
 
 import (
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/policy"
 )
 
 // addKeep spares a process (or a root's lineage) from the reaps of the
@@ -40,8 +42,32 @@ func (s *Server) addKeep(r *http.Request, p Peer) (int, any, error) {
 	se.keeps = append(se.keeps, k)
 	s.mu.Unlock()
 	s.hub.kept(se.id, m, "keep "+rule.String())
+	if ttl > 0 {
+		s.expireLater(se, m.Identity, k)
+	}
 	s.save()
 	return http.StatusCreated, k.view(), nil
+}
+
+// expireLater drops k from se when it expires, and says so in the event
+// stream. A server that closed first does nothing.
+func (s *Server) expireLater(se *session, id lineage.Identity, k keep) {
+	time.AfterFunc(time.Until(k.expires), func() {
+		s.bgMu.RLock()
+		defer s.bgMu.RUnlock()
+		if s.bgClosed {
+			return
+		}
+		s.mu.Lock()
+		n := len(se.keeps)
+		se.keeps = slices.DeleteFunc(se.keeps, func(x keep) bool { return x == k })
+		gone := len(se.keeps) < n && !se.closed
+		s.mu.Unlock()
+		if gone {
+			s.hub.kept(se.id, lineage.Member{Identity: id}, "keep expired "+k.rule.String())
+			s.save()
+		}
+	})
 }
 
 // sessionOfMember finds the session whose lineage id belongs to, for p.
@@ -79,4 +105,52 @@ func (s *Server) visibleSessions(p Peer) []*session {
 		}
 	}
 	return out
+}
+
+// removeKeep ends the keeps of one rule (PID@START or root:PID@START, as
+// the session shows them) in the session that holds them. Nothing is
+// signalled: what the rule spared is a candidate again at the session's
+// next turn end or close. The removal is in the event stream.
+func (s *Server) removeKeep(r *http.Request, p Peer) (int, any, error) {
+	id, rule, err := DecodeKeepRule(r.PathValue("rule"))
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := s.mayChange(p, "remove a keep"); err != nil {
+		return 0, nil, err
+	}
+	s.mu.Lock()
+	se, k, err := s.takeKeep(rule, p)
+	s.mu.Unlock()
+	if err != nil {
+		return 0, nil, err
+	}
+	s.hub.kept(se.id, lineage.Member{Identity: id}, "unkeep "+rule.String())
+	s.save()
+	return http.StatusOK, k.view(), nil
+}
+
+// takeKeep removes every keep of rule from the open session p may see
+// that holds it live, and returns the session and a keep removed. Call
+// with Server.mu held.
+func (s *Server) takeKeep(rule policy.Keep, p Peer) (*session, keep, error) {
+	var other *session
+	now := time.Now()
+	for _, se := range s.sessions {
+		i := slices.IndexFunc(se.keeps, func(k keep) bool { return k.rule == rule && k.live(now) })
+		if i < 0 || se.closed {
+			continue
+		}
+		if !se.visible(p) {
+			other = se
+			continue
+		}
+		k := se.keeps[i]
+		se.keeps = slices.DeleteFunc(se.keeps, func(k keep) bool { return k.rule == rule })
+		return se, k, nil
+	}
+	if other != nil {
+		return nil, keep{}, forbidden("keep %s is in session %q of uid %d: caller uid %d may not use it", rule, other.id, other.uid, p.UID)
+	}
+	return nil, keep{}, notFound("no keep %s", rule)
 }

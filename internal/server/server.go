@@ -29,6 +29,9 @@ type Options struct {
 	Linger, Grace time.Duration
 	// Log receives notes for people; nil discards them.
 	Log io.Writer
+	// BodyTimeout bounds the time a client takes to send a request body
+	// once its headers are in; zero means [DefaultBodyTimeout].
+	BodyTimeout time.Duration
 	// Record asks for one record per session.
 	Record RecordOptions
 }
@@ -53,6 +56,11 @@ type Server struct {
 	closing     sync.Once
 	closeErr    error
 	stopSave    chan struct{}
+	// bgMu orders the saves no request asked for (the save loop, keep
+	// expiries), which run under its read lock, before the tracker's
+	// close, which sets bgClosed under its lock first.
+	bgMu     sync.RWMutex
+	bgClosed bool
 	// metrics are the /metrics series; metricsHTTP the TCP listeners
 	// serving them (guarded by mu), metricsClosed set once Close began.
 	metrics       *metrics
@@ -116,7 +124,7 @@ func Open(opts Options) (*Server, error) {
 		}()
 	}
 	s.http = &http.Server{
-		Handler:           s.routes(),
+		Handler:           s.readBodies(s.routes()),
 		ConnContext:       peerContext,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       time.Minute,
@@ -149,6 +157,9 @@ func (s *Server) close() error {
 	s.records.wait()
 	close(s.stopSave)
 	s.saving.Wait()
+	s.bgMu.Lock()
+	s.bgClosed = true
+	s.bgMu.Unlock()
 	_ = s.http.Shutdown(ctx)
 	s.stopMetrics(ctx)
 	s.mu.Lock()
@@ -203,6 +214,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/v1/roots/{id}", methods{"GET": s.getRoot, "DELETE": s.removeRoot})
 	mux.Handle("/v1/roots/{id}/end", methods{"POST": s.endRoot})
 	mux.Handle("/v1/keeps", methods{"POST": s.addKeep})
+	mux.Handle("/v1/keeps/{rule}", methods{"DELETE": s.removeKeep})
 	mux.Handle("/v1/events", methods{"GET": s.events})
 	mux.Handle("/v1/status", methods{"GET": s.status})
 	mux.Handle("GET /metrics", s.metrics.handler())

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -68,7 +70,7 @@ func (s *Server) save() {
 	s.state.taken++
 	seq := s.state.taken
 	s.mu.Unlock()
-	saveMembers(st, jobs)
+	saveMembers(st, s.tracker.MembersOf(slices.Collect(maps.Keys(jobs))))
 	if err := s.state.write(seq, st); err != nil {
 		s.note("lineage: save state: %v\n", err)
 	}
@@ -76,15 +78,11 @@ func (s *Server) save() {
 
 // saveMembers adds each root's live members to st, so that a restarted
 // daemon can find a lineage whose root exited while no daemon ran.
-func saveMembers(st savedState, jobs map[lineage.Identity]*job.Job) {
+func saveMembers(st savedState, members map[lineage.Identity][]lineage.Member) {
 	for i := range st.Sessions {
 		for k := range st.Sessions[i].Roots {
 			r := &st.Sessions[i].Roots[k]
-			ms, err := jobs[r.Root].Members()
-			if err != nil {
-				continue
-			}
-			for _, m := range ms {
+			for _, m := range members[r.Root] {
 				if m.Identity != r.Root {
 					r.Members = append(r.Members, Member{Process: m.Identity, Parent: m.Parent})
 				}
@@ -106,8 +104,19 @@ func (s *Server) saveLoop(stop <-chan struct{}) {
 		case <-stop:
 			return
 		case <-tick.C:
-			s.save()
+			s.backgroundSave()
 		}
+	}
+}
+
+// backgroundSave saves, unless the server is closing: a save the server
+// didn't ask for in a request (the loop, a keep's expiry) must not list
+// members while the tracker closes.
+func (s *Server) backgroundSave() {
+	s.bgMu.RLock()
+	defer s.bgMu.RUnlock()
+	if !s.bgClosed {
+		s.save()
 	}
 }
 

@@ -1,0 +1,423 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lineage-dev/lineage/internal/client"
+	"github.com/lineage-dev/lineage/internal/server"
+)
+
+// The sidecar's figures, each against one running `lineage serve` (bpf):
+// `lineage exec -- true` over `true`; registering a running process with
+// 1,000 descendants (the adoption); a session close of 100 roots with 10
+// leftovers each beside the pidfd floor for 1,000; the daemon's RSS idle
+// and with many members.
+
+// serveDaemon is a `lineage serve` the benchmark started, in a process
+// group of its own, on a socket in a temporary directory.
+type serveDaemon struct {
+	cmd  *exec.Cmd
+	dir  string
+	sock string
+	c    *client.Client
+	bin  string
+}
+
+// startBenchDaemon starts a daemon that keeps its state under $TMPDIR,
+// or none when stateless.
+func startBenchDaemon(lineageBin string, stateless bool) (*serveDaemon, error) {
+	dir, err := os.MkdirTemp("", "lineage-bench-serve")
+	if err != nil {
+		return nil, err
+	}
+	d := &serveDaemon{dir: dir, sock: filepath.Join(dir, "lineage.sock"), bin: lineageBin}
+	state := filepath.Join(dir, "state")
+	if stateless {
+		state = ""
+	}
+	d.cmd = exec.Command(lineageBin, "serve", "--backend", "bpf", "--socket", d.sock, "--state-dir", state)
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := d.cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if c, err := net.Dial("unix", d.sock); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			d.stop()
+			return nil, fmt.Errorf("lineage serve did not listen within a minute")
+		}
+	}
+	d.c = client.New(d.sock)
+	return d, nil
+}
+
+// stop ends the daemon with SIGTERM; the daemon's death kills nothing, so
+// every benchmark closes its sessions first.
+func (d *serveDaemon) stop() {
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	_ = d.cmd.Wait()
+	if d.c != nil {
+		d.c.Close()
+	}
+	os.RemoveAll(d.dir)
+}
+
+func (d *serveDaemon) do(method, path string, body, out any) error {
+	return d.c.Do(context.Background(), method, path, body, out)
+}
+
+// rss returns the daemon's resident set size, in bytes.
+func (d *serveDaemon) rss() (int64, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", d.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", d.cmd.Process.Pid)
+}
+
+// lineageExec returns `lineage exec --session S -- argv...` on the daemon.
+func (d *serveDaemon) lineageExec(session string, argv ...string) *exec.Cmd {
+	cmd := exec.Command(d.bin, append([]string{"exec", "--session", session, "--kind", "autonomous", "--"}, argv...)...)
+	cmd.Env = append(os.Environ(), client.EnvSocket+"="+d.sock)
+	return cmd
+}
+
+// measureExecWall times `true` plain and under `lineage exec`, interleaved;
+// a turn end between rounds forgets the roots that ended.
+func measureExecWall(d *serveDaemon, rounds, runs int) (map[wallKey][]float64, error) {
+	out := make(map[wallKey][]float64)
+	for r := 0; r < rounds; r++ {
+		for _, name := range []wallKey{"true", "lineage exec -- true"} {
+			start := time.Now()
+			for i := 0; i < runs; i++ {
+				cmd := exec.Command("true")
+				if name != "true" {
+					cmd = d.lineageExec("bench-exec", "true")
+				}
+				if msg, err := cmd.CombinedOutput(); err != nil {
+					return nil, fmt.Errorf("%s: %v: %s", name, err, msg)
+				}
+			}
+			out[name] = append(out[name], float64(time.Since(start))/float64(runs))
+		}
+		if err := d.do("POST", "/v1/sessions/bench-exec/turn-end", nil, nil); err != nil {
+			return nil, err
+		}
+	}
+	return out, d.do("POST", "/v1/sessions/bench-exec/close", nil, nil)
+}
+
+// tree is a shell script whose process has n descendants: n/10-1 sleepers
+// under each of 10 shells. It says "ready" once it started them all.
+func tree(n int) string {
+	per := strconv.Itoa(n/10 - 1)
+	return "i=0; while [ $i -lt 10 ]; do sh -c 'j=0; while [ $j -lt " + per +
+		" ]; do sleep 600 </dev/null >/dev/null 2>&1 & j=$((j+1)); done; wait' & i=$((i+1)); done; echo ready; wait"
+}
+
+// descendants counts the live descendants of pid, from one scan of /proc.
+func descendants(pid int) int {
+	kids := make(map[int][]int)
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		if len(f) > 1 && f[0] != "Z" {
+			pp, _ := strconv.Atoi(f[1])
+			kids[pp] = append(kids[pp], p)
+		}
+	}
+	n := 0
+	for todo := kids[pid]; len(todo) > 0; todo = todo[1:] {
+		n++
+		todo = append(todo, kids[todo[0]]...)
+	}
+	return n
+}
+
+// startTree starts tree(n) as a child and waits until its n descendants
+// run.
+func startTree(n int) (*exec.Cmd, error) {
+	cmd := exec.Command("sh", "-c", tree(n))
+	cmd.Stdout = nil
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	for deadline := time.Now().Add(2 * time.Minute); descendants(cmd.Process.Pid) < n; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return nil, fmt.Errorf("tree of %d did not start within 2 minutes", n)
+		}
+	}
+	return cmd, nil
+}
+
+// measureAdopt times POST /v1/roots of a running process with n
+// descendants: the registration and the adoption of all of them.
+func measureAdopt(d *serveDaemon, rounds, n int) ([]float64, error) {
+	var out []float64
+	for r := 0; r < rounds; r++ {
+		cmd, err := startTree(n)
+		if err != nil {
+			return nil, err
+		}
+		session := fmt.Sprintf("bench-adopt-%d", r)
+		var root server.Root
+		start := time.Now()
+		err = d.do("POST", "/v1/roots", server.AddRoot{PID: int64(cmd.Process.Pid), Session: session}, &root)
+		took := time.Since(start)
+		if err == nil {
+			err = d.do("GET", "/v1/roots/"+root.Root.String(), nil, &root)
+		}
+		if err == nil && len(root.Members) < n {
+			err = fmt.Errorf("adopted %d of %d descendants", len(root.Members)-1, n)
+		}
+		if cerr := d.do("POST", "/v1/sessions/"+session+"/close", nil, nil); err == nil {
+			err = cerr
+		}
+		_ = cmd.Wait()
+		if err != nil {
+			return nil, fmt.Errorf("adopt %d: %w", n, err)
+		}
+		out = append(out, float64(took))
+	}
+	return out, nil
+}
+
+// liveMembers counts the live members of session's roots.
+func (d *serveDaemon) liveMembers(session string) (int, []server.Outcome, error) {
+	var rep server.Ended
+	if err := d.do("GET", "/v1/sessions/"+session+"/report", nil, &rep); err != nil {
+		return 0, nil, err
+	}
+	var all []server.Outcome
+	for _, r := range rep.Roots {
+		all = append(all, r.Outcomes...)
+	}
+	return len(all), all, nil
+}
+
+// waitMembers waits until session has at least n live members.
+func (d *serveDaemon) waitMembers(session string, n int) ([]server.Outcome, error) {
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		got, all, err := d.liveMembers(session)
+		var ae *client.APIError
+		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
+			err = nil // not registered yet
+		}
+		if err != nil || got >= n {
+			return all, err
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("session %s: %d of %d members", session, got, n)
+		}
+	}
+}
+
+// reapZombies waits for the leftovers that were reparented to this
+// process (a child subreaper) and have died.
+func reapZombies(live []server.Outcome) {
+	for _, o := range live {
+		var ws syscall.WaitStatus
+		_, _ = syscall.Wait4(int(o.Process.PID), &ws, syscall.WNOHANG, nil)
+	}
+}
+
+// measureClose times a session close of roots roots with each leftovers
+// each (setsid sleepers that obey SIGTERM, started through `lineage
+// exec`), interleaved with the pidfd floor for roots×each.
+func measureClose(d *serveDaemon, rounds, roots, each int) (map[string][]float64, error) {
+	if err := becomeSubreaper(); err != nil {
+		return nil, err
+	}
+	out := make(map[string][]float64)
+	for r := 0; r < rounds; r++ {
+		floor, err := killFloor(roots * each)
+		if err != nil {
+			return nil, fmt.Errorf("floor: %w", err)
+		}
+		out["floor"] = append(out["floor"], float64(floor))
+		session := fmt.Sprintf("bench-close-%d", r)
+		for i := 0; i < roots; i++ {
+			if msg, err := d.lineageExec(session, "sh", "-c", leftovers(each)).CombinedOutput(); err != nil {
+				return nil, fmt.Errorf("exec: %v: %s", err, msg)
+			}
+		}
+		live, err := d.waitMembers(session, roots*each)
+		if err != nil {
+			return nil, err
+		}
+		var end server.Ended
+		start := time.Now()
+		err = d.do("POST", "/v1/sessions/"+session+"/close", nil, &end)
+		took := time.Since(start)
+		reapZombies(live)
+		if err != nil {
+			return nil, err
+		}
+		if ended := countEnded(end); ended < roots*each {
+			return nil, fmt.Errorf("close ended %d of %d leftovers", ended, roots*each)
+		}
+		out["close"] = append(out["close"], float64(took))
+	}
+	return out, nil
+}
+
+func countEnded(end server.Ended) int {
+	n := 0
+	for _, r := range end.Roots {
+		for _, o := range r.Outcomes {
+			if o.Result == "terminated" || o.Result == "killed" || o.Result == "exited" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// measureRSS reads the daemon's RSS idle, then with members processes
+// tracked in one session (one root's sleepers), and closes that session.
+func measureRSS(d *serveDaemon, members int) (idle, busy int64, err error) {
+	if idle, err = d.rss(); err != nil {
+		return 0, 0, err
+	}
+	script := "i=0; while [ $i -lt " + strconv.Itoa(members) + " ]; do sleep 600 </dev/null >/dev/null 2>&1 & i=$((i+1)); done; wait"
+	cmd := d.lineageExec("bench-rss", "sh", "-c", script)
+	if err := cmd.Start(); err != nil {
+		return 0, 0, err
+	}
+	defer func() {
+		if err != nil {
+			_ = cmd.Process.Kill()
+		}
+		_ = cmd.Wait()
+	}()
+	live, err := d.waitMembers("bench-rss", members+1)
+	if err == nil {
+		busy, err = d.rss()
+	}
+	if cerr := d.do("POST", "/v1/sessions/bench-rss/close", nil, nil); err == nil {
+		err = cerr
+	}
+	reapZombies(live)
+	return idle, busy, err
+}
+
+// serveBench sizes the sidecar's benchmarks.
+type serveBench struct {
+	rounds, execRuns, adopt, closeRoots, closeEach, rssMembers int
+}
+
+// serveFlags declares the flags that size the sidecar's benchmarks.
+func serveFlags() *serveBench {
+	var sb serveBench
+	flag.IntVar(&sb.rounds, "serve-rounds", 5, "interleaved rounds per sidecar figure")
+	flag.IntVar(&sb.execRuns, "exec-runs", 20, "runs per `lineage exec -- true` measurement")
+	flag.IntVar(&sb.adopt, "adopt", 1000, "descendants of the process registered by pid")
+	flag.IntVar(&sb.closeRoots, "close-roots", 100, "roots of the session closed")
+	flag.IntVar(&sb.closeEach, "close-each", 10, "leftovers of each root of the session closed")
+	flag.IntVar(&sb.rssMembers, "rss-members", 10000, "members tracked when the daemon's RSS is read")
+	return &sb
+}
+
+// benchServe runs the sidecar's benchmarks against one daemon and prints
+// their tables.
+func benchServe(lineageBin string, b serveBench) {
+	load := loadAverage()
+	d, err := startBenchDaemon(lineageBin, false)
+	if err != nil {
+		fail(err)
+	}
+	res, err := b.measure(d)
+	d.stop()
+	if err != nil {
+		fail(err)
+	}
+	// The same exec against a daemon that keeps no state: what the state
+	// file's write (and its fsyncs) costs each registration.
+	if d, err = startBenchDaemon(lineageBin, true); err != nil {
+		fail(err)
+	}
+	res.stateless, err = measureExecWall(d, b.rounds, b.execRuns)
+	d.stop()
+	if err != nil {
+		fail(fmt.Errorf("exec, no state: %w", err))
+	}
+	res.print(b, load)
+}
+
+type serveResults struct {
+	idle, busy int64
+	walls      map[wallKey][]float64
+	stateless  map[wallKey][]float64
+	adopt      []float64
+	closes     map[string][]float64
+}
+
+func (b serveBench) measure(d *serveDaemon) (r serveResults, err error) {
+	time.Sleep(2 * time.Second)
+	if r.idle, r.busy, err = measureRSS(d, b.rssMembers); err != nil {
+		return r, fmt.Errorf("rss: %w", err)
+	}
+	if r.walls, err = measureExecWall(d, b.rounds, b.execRuns); err != nil {
+		return r, fmt.Errorf("exec: %w", err)
+	}
+	if r.adopt, err = measureAdopt(d, b.rounds, b.adopt); err != nil {
+		return r, fmt.Errorf("adopt: %w", err)
+	}
+	if r.closes, err = measureClose(d, b.rounds, b.closeRoots, b.closeEach); err != nil {
+		return r, fmt.Errorf("close: %w", err)
+	}
+	return r, nil
+}
+
+func (r serveResults) print(b serveBench, load string) {
+	walls, adopt, closes, idle, busy := r.walls, r.adopt, r.closes, r.idle, r.busy
+	fmt.Printf("### The sidecar (`lineage serve`, bpf; median of %d interleaved rounds)\n\n", b.rounds)
+	fmt.Printf("Load average at the start: %s.\n\n", load)
+	fmt.Println("| figure | lineage | baseline | target |")
+	fmt.Println("|---|---|---|---|")
+	base := median(walls["true"])
+	ex := median(walls["lineage exec -- true"])
+	fmt.Printf("| `lineage exec -- true`, over `true` | +%s (%s) | `true`: %s | ≤ +5 ms |\n", ms(ex-base), ms(ex), ms(base))
+	base, ex = median(r.stateless["true"]), median(r.stateless["lineage exec -- true"])
+	fmt.Printf("| the same, daemon without a state directory | +%s (%s) | `true`: %s | |\n", ms(ex-base), ms(ex), ms(base))
+	fmt.Printf("| register a running process with %d descendants (`POST /v1/roots`, adoption included) | %s | | |\n", b.adopt, ms(median(adopt)))
+	floor, cl := median(closes["floor"]), median(closes["close"])
+	fmt.Printf("| close a session of %d roots × %d leftovers | %s (%.2f×) | pidfd floor for %d: %s | ≤ 2× |\n", b.closeRoots, b.closeEach, ms(cl), cl/floor, b.closeRoots*b.closeEach, ms(floor))
+	fmt.Printf("| daemon RSS, idle | %.1f MiB | | |\n", float64(idle)/(1<<20))
+	per := float64(busy-idle) / float64(b.rssMembers) * 10000
+	fmt.Printf("| daemon RSS with %d members | %.1f MiB (+%.1f MiB per 10,000) | | |\n", b.rssMembers, float64(busy)/(1<<20), per/(1<<20))
+	fmt.Println()
+}

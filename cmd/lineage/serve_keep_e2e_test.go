@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lineage-dev/lineage/internal/server"
+	"github.com/lineage-dev/lineage/internal/testutil"
+)
+
+// A keep can be removed, by its session's owner only; the removal is in
+// the event stream, bad input changes nothing, and what the keep spared is
+// reaped at the next turn end.
+func TestServeKeepRemoved(t *testing.T) {
+	d := startDaemon(t, "")
+	n := asNobody(t, d)
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d.do("POST", "/v1/sessions", server.OpenSession{ID: "k", Kind: "autonomous"}, nil)
+	body, err := d.client().Stream(ctx, "/v1/events?session=k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer body.Close()
+	lines := make(chan string, 1024)
+	go func() {
+		sc := bufio.NewScanner(body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	d.execRoot("k", "autonomous", fmt.Sprintf("setsid sleep %s & sleep 0.2", testutil.Sleep(mark)))
+	left := atLeastSleepers(t, mark, 1)
+	id := fmt.Sprintf("%d@%d", left[0].PID, left[0].StartTicks)
+	if _, code := d.run("keep", id); code != 0 {
+		t.Fatal("keep failed")
+	}
+
+	before := snapshot(t, d)
+	for _, c := range []struct {
+		method, path string
+		status       int
+	}{
+		{"DELETE", "/v1/keeps/abc", 400},
+		{"DELETE", "/v1/keeps/root:abc", 400},
+		{"DELETE", "/v1/keeps/5@0", 400},
+		{"DELETE", "/v1/keeps/1@5", 400},
+		{"DELETE", fmt.Sprintf("/v1/keeps/%d@%d", left[0].PID, left[0].StartTicks+1), 404},
+		{"DELETE", "/v1/keeps/root:" + id, 404},
+		{"GET", "/v1/keeps/" + id, 405},
+		{"POST", "/v1/keeps/" + id, 405},
+	} {
+		if got, e := d.raw(c.method, c.path, ""); got != c.status {
+			t.Errorf("%s %s: status %d (%s), want %d", c.method, c.path, got, e.Error, c.status)
+		}
+	}
+	if _, code := d.run("keep", "--rm", "--ttl", "1m", id); code == 0 {
+		t.Error("keep --rm --ttl was accepted")
+	}
+	n.refused("403 forbidden", "keep", "--rm", id)
+	if after := snapshot(t, d); after != before {
+		t.Errorf("refused removals changed the state:\nbefore %s\nafter  %s", before, after)
+	}
+
+	var end server.Ended
+	d.do("POST", "/v1/sessions/k/turn-end", nil, &end)
+	allAlive(t, left)
+	out, code := d.run("keep", "--rm", id, "--json")
+	if code != 0 || !strings.Contains(out, `"rule": "`+id+`"`) {
+		t.Fatalf("keep --rm: exit %d: %s", code, out)
+	}
+	var s server.Session
+	d.do("GET", "/v1/sessions/k", nil, &s)
+	if len(s.Keeps) != 0 {
+		t.Errorf("keeps after removal: %+v", s.Keeps)
+	}
+	if got := d.apiStatus("DELETE", "/v1/keeps/"+id, nil); got != 404 {
+		t.Errorf("removing it again: %d, want 404", got)
+	}
+	d.do("POST", "/v1/sessions/k/turn-end", nil, &end)
+	allGone(t, left)
+
+	for timeout := time.After(10 * time.Second); ; {
+		select {
+		case line := <-lines:
+			if strings.Contains(line, `"kind":"keep"`) && strings.Contains(line, `"reason":"unkeep `+id+`"`) {
+				return
+			}
+		case <-timeout:
+			t.Fatal("no keep event for the removal in the stream")
+		}
+	}
+}
+
+// A keep with a TTL ends by itself, and its expiry is in the event stream.
+func TestServeKeepExpiryIsInTheStream(t *testing.T) {
+	d := startDaemon(t, "")
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d.execRoot("x", "autonomous", fmt.Sprintf("setsid sleep %s & sleep 0.2", testutil.Sleep(mark)))
+	left := atLeastSleepers(t, mark, 1)
+	body, err := d.client().Stream(ctx, "/v1/events?session=x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer body.Close()
+	id := fmt.Sprintf("%d@%d", left[0].PID, left[0].StartTicks)
+	d.do("POST", "/v1/keeps", server.AddKeep{Process: id, TTL: "1s"}, nil)
+	sc := bufio.NewScanner(body)
+	expired := make(chan bool, 1)
+	go func() {
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), `"reason":"keep expired `+id+`"`) {
+				expired <- true
+				return
+			}
+		}
+	}()
+	select {
+	case <-expired:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no expiry event in the stream")
+	}
+	var s server.Session
+	d.do("GET", "/v1/sessions/x", nil, &s)
+	if len(s.Keeps) != 0 {
+		t.Errorf("keeps after the expiry: %+v", s.Keeps)
+	}
+	d.do("POST", "/v1/sessions/x/close", nil, nil)
+	allGone(t, left)
+}
