@@ -86,7 +86,7 @@ func TestGitHubActionsHooks(t *testing.T) {
 		if p.PID == by.cmd.Process.Pid {
 			continue
 		}
-		if !testutil.WaitGone(p.PID, p.StartTicks, 5*time.Second) {
+		if !testutil.WaitGone(p.PID, p.StartTicks, 30*time.Second) {
 			t.Errorf("a step's leftover survived the completed hook: %d %q", p.PID, p.Argv)
 		}
 	}

@@ -157,12 +157,16 @@ func TestRunLineageDiesWithLineageSIGKILLed(t *testing.T) {
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
+			if backend == loader.BackendProc {
+				// Scans every 20 ms: give a loaded machine time for a few.
+				time.Sleep(500 * time.Millisecond)
+			}
 			// A CI runner's hard cancel.
 			if err := cmd.Process.Kill(); err != nil {
 				t.Fatal(err)
 			}
 			_ = cmd.Wait()
-			deadline := time.Now().Add(5 * time.Second)
+			deadline := time.Now().Add(30 * time.Second)
 			for len(testutil.Sleepers(mark)) > 0 && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
 			}

@@ -129,7 +129,7 @@ func TestRunGuardianReapsAfterAHardCancel(t *testing.T) {
 			waitSleepers(t, mark, 3+2) // the bystanders carry mark too
 
 			lr.hardCancel(t)
-			if !testutil.WaitGone(gpid, gstart, 15*time.Second) {
+			if !testutil.WaitGone(gpid, gstart, 30*time.Second) {
 				testutil.KillIdentity(gpid, gstart)
 				t.Fatal("the guardian did not exit after reaping")
 			}
@@ -194,7 +194,7 @@ func TestRunGuardianExitsAtANormalEnd(t *testing.T) {
 			if err := lr.cmd.Wait(); err != nil {
 				t.Fatalf("lineage: %v", err)
 			}
-			if !testutil.WaitGone(gpid, gstart, 5*time.Second) {
+			if !testutil.WaitGone(gpid, gstart, 30*time.Second) {
 				testutil.KillIdentity(gpid, gstart)
 				t.Fatal("the guardian outlived a normal end")
 			}

@@ -171,7 +171,7 @@ func TestRunSetcapHardCancelSparesWhatTheUserCantKill(t *testing.T) {
 	hardCancel(t, cmd)
 	_ = cmd.Wait()
 	for _, p := range nobody {
-		if !testutil.WaitGone(p.PID, p.StartTicks, 5*time.Second) {
+		if !testutil.WaitGone(p.PID, p.StartTicks, 30*time.Second) {
 			t.Errorf("uid 65534's member %d %q outlived the hard cancel", p.PID, p.Argv)
 		}
 	}

@@ -147,7 +147,7 @@ func TestServeAuthorisesByPeerUID(t *testing.T) {
 	if msg, code := n.lineage("session", "close", "mine"); code != 0 {
 		t.Fatalf("closing its own session: %s", msg)
 	}
-	if pid, start := ident(t, own); !testutil.WaitGone(pid, start, 5*time.Second) {
+	if pid, start := ident(t, own); !testutil.WaitGone(pid, start, 30*time.Second) {
 		t.Error("its own process survived its session's close")
 	}
 	if pid, start := ident(t, other); !testutil.Alive(pid, start) {

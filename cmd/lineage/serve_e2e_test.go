@@ -73,7 +73,7 @@ func TestServeAutonomousTurnEndReapsRedis(t *testing.T) {
 	o := rep.Roots[0].Outcomes[0]
 	var end server.Ended
 	d.do("POST", "/v1/sessions/redis/turn-end", nil, &end)
-	if !testutil.WaitGone(int(o.Process.PID), o.Process.StartTicks, 5*time.Second) {
+	if !testutil.WaitGone(int(o.Process.PID), o.Process.StartTicks, 30*time.Second) {
 		t.Errorf("redis %s survived the turn end: %+v", o.Process, end)
 	}
 }

@@ -257,7 +257,7 @@ func atLeastSleepers(t *testing.T, mark string, n int) []testutil.Proc {
 func allGone(t *testing.T, ps []testutil.Proc) {
 	t.Helper()
 	for _, p := range ps {
-		if !testutil.WaitGone(p.PID, p.StartTicks, 5*time.Second) {
+		if !testutil.WaitGone(p.PID, p.StartTicks, 30*time.Second) {
 			t.Errorf("process %d %q survived", p.PID, p.Argv)
 		}
 	}

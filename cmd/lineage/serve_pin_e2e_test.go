@@ -143,7 +143,7 @@ func TestServeRestartKeepsAGoneRootsLineage(t *testing.T) {
 	if err := os.WriteFile(trigger, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if !testutil.WaitGone(int(root.PID), root.StartTicks, 20*time.Second) {
+	if !testutil.WaitGone(int(root.PID), root.StartTicks, 30*time.Second) {
 		t.Fatalf("root %s did not exit", root)
 	}
 	d.start()

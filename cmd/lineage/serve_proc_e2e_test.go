@@ -88,13 +88,13 @@ func TestServeProcRefusedMemberIsNeverLeftStopped(t *testing.T) {
 	if msg, code := n.lineage("turn", "end", "mine"); code != 0 {
 		t.Fatalf("ending its own session's turn: %s", msg)
 	}
-	if pid, start := ident(t, own); !testutil.WaitGone(pid, start, 5*time.Second) {
+	if pid, start := ident(t, own); !testutil.WaitGone(pid, start, 30*time.Second) {
 		t.Error("its own process survived the turn end")
 	}
 	notStopped(t, testutil.Proc{PID: otherPID, StartTicks: otherStart, Argv: []string{"sleep"}}, "after a refused reap")
 	// Root's close reaps it.
 	d.do("POST", "/v1/sessions/mine/close", nil, nil)
-	if !testutil.WaitGone(otherPID, otherStart, 5*time.Second) {
+	if !testutil.WaitGone(otherPID, otherStart, 30*time.Second) {
 		t.Error("root's close left root's process running")
 	}
 }

@@ -87,7 +87,7 @@ func checkBornAfterDie(t *testing.T, b *BPF, id lineage.Identity, mark string) {
 	for _, p := range testutil.Find(mark) {
 		// One born an instant ago has its SIGKILL pending: give it the
 		// moment it needs to be scheduled and die.
-		if !before[uint32(p.PID)] && !testutil.WaitGone(p.PID, p.StartTicks, 2*time.Second) {
+		if !before[uint32(p.PID)] && !testutil.WaitGone(p.PID, p.StartTicks, 30*time.Second) {
 			t.Errorf("process %d %q was born after containment and lives", p.PID, p.Argv)
 		}
 	}
@@ -117,7 +117,7 @@ func testHardCancel(t *testing.T, v Variant) {
 	})
 	if mode == HardCancelKernel {
 		for _, m := range members {
-			if !testutil.WaitGone(int(m.PID), m.StartTicks, 5*time.Second) {
+			if !testutil.WaitGone(int(m.PID), m.StartTicks, 30*time.Second) {
 				t.Errorf("member %v survived its supervisor's death", m)
 			}
 		}

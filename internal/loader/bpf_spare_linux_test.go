@@ -35,7 +35,7 @@ func testSparedSurvivesHardCancel(t *testing.T, v Variant) {
 	})
 	if mode == HardCancelKernel {
 		for _, m := range members {
-			if !testutil.WaitGone(int(m.PID), m.StartTicks, 5*time.Second) {
+			if !testutil.WaitGone(int(m.PID), m.StartTicks, 30*time.Second) {
 				t.Errorf("member %v survived its supervisor's death", m)
 			}
 		}
@@ -174,7 +174,7 @@ func testSparedForkerIsNotContained(t *testing.T, v Variant) {
 	if !testutil.Alive(int(kept.PID), kept.StartTicks) {
 		t.Errorf("the spared loop %v was killed", kept)
 	}
-	if v == VariantCompat && !testutil.WaitGone(int(reaped.PID), reaped.StartTicks, 5*time.Second) {
+	if v == VariantCompat && !testutil.WaitGone(int(reaped.PID), reaped.StartTicks, 30*time.Second) {
 		t.Errorf("the other loop %v forked on, uncontained", reaped)
 	}
 }
@@ -268,7 +268,7 @@ func testFullMap(t *testing.T, v Variant, on OnFull) {
 	})
 	time.Sleep(100 * time.Millisecond)
 	for _, p := range testutil.Sleepers(daemon) {
-		if !testutil.WaitGone(p.PID, p.StartTicks, 2*time.Second) {
+		if !testutil.WaitGone(p.PID, p.StartTicks, 30*time.Second) {
 			t.Errorf("untracked daemon %d %q lives", p.PID, p.Argv)
 		}
 	}

@@ -31,7 +31,7 @@ func TestKillUserBoundsHardCancel(t *testing.T) {
 	if len(spared) != 2 || len(members) != 1 {
 		t.Fatalf("spared %v, members %v: want the shell and a sleeper spared, a sleeper not", spared, members)
 	}
-	if !testutil.WaitGone(int(members[0].PID), members[0].StartTicks, 5*time.Second) {
+	if !testutil.WaitGone(int(members[0].PID), members[0].StartTicks, 30*time.Second) {
 		t.Errorf("uid 65534's member %v survived its supervisor's death", members[0])
 	}
 	for _, s := range spared {
@@ -82,7 +82,7 @@ func testKillUserBoundsContainment(t *testing.T, v Variant) {
 	if !testutil.Alive(int(root.PID), root.StartTicks) {
 		t.Errorf("root's loop %v was killed", root)
 	}
-	if v == VariantCompat && !testutil.WaitGone(int(nobody.PID), nobody.StartTicks, 5*time.Second) {
+	if v == VariantCompat && !testutil.WaitGone(int(nobody.PID), nobody.StartTicks, 30*time.Second) {
 		t.Errorf("uid 65534's loop %v forked on, uncontained", nobody)
 	}
 	if v == VariantFull {

@@ -505,15 +505,15 @@ func runProcHelperCmd(t *testing.T, name, sleep string, unprivileged bool) procH
 		t.Fatalf("helper %s: %v\nstdout:\n%s\nstderr:\n%s", name, waitErr, strings.Join(run.lines, "\n"), stderr.String())
 	}
 	// Everything the helper started is gone.
-	if !testutil.WaitGone(cmd.Process.Pid, helper, 5*time.Second) {
+	if !testutil.WaitGone(cmd.Process.Pid, helper, 30*time.Second) {
 		t.Errorf("helper %d still alive", cmd.Process.Pid)
 	}
 	for what, id := range run.sleepers {
-		if !testutil.WaitGone(int(id.PID), id.StartTicks, 5*time.Second) {
+		if !testutil.WaitGone(int(id.PID), id.StartTicks, 30*time.Second) {
 			t.Errorf("%s sleeper %s still alive", what, id)
 		}
 	}
-	if !testutil.WaitGone(int(run.root.PID), run.root.StartTicks, 5*time.Second) {
+	if !testutil.WaitGone(int(run.root.PID), run.root.StartTicks, 30*time.Second) {
 		t.Errorf("root %s still alive", run.root)
 	}
 	return run
