@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/internal/client"
+	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
 // clientOptions are the flags every client command shares.
@@ -46,3 +48,8 @@ func (o *clientOptions) call(ctx context.Context, method, path string, body, out
 }
 
 func linef(w io.Writer, format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+
+// shown returns words a member or a caller controls (argv, a label) ready
+// to print: joined by spaces, every control character escaped, so that
+// they can't move the cursor or forge a line.
+func shown(words ...string) string { return lineage.Printable(strings.Join(words, " ")) }

@@ -15,12 +15,12 @@ func printEnded(w io.Writer, e server.Ended) {
 	}
 	linef(w, "session %s (%s): %s, reaping %s", e.Session, e.Kind, e.Event, e.Reaping)
 	for _, r := range e.Roots {
-		linef(w, "  root %s %s: %s", r.Root, r.Label, r.Decision)
+		linef(w, "  root %s %s: %s", r.Root, shown(r.Label), r.Decision)
 		for _, o := range r.Outcomes {
-			linef(w, "    %s\t%s\t%s\t%s", o.Process, o.Result, strings.Join(o.Signals, ","), strings.Join(o.Argv, " "))
+			linef(w, "    %s\t%s\t%s\t%s", o.Process, o.Result, strings.Join(o.Signals, ","), shown(o.Argv...))
 		}
 		for _, warn := range r.Warnings {
-			linef(w, "    warning: %s", warn)
+			linef(w, "    warning: %s", shown(warn))
 		}
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -21,7 +20,7 @@ func newCmdRootsLs(s streams) *cobra.Command {
 			var out []server.Root
 			return o.call(cmd.Context(), "GET", client.Query("/v1/roots", "session", session), nil, &out, func(w io.Writer) {
 				for _, r := range out {
-					linef(w, "%s\t%s\t%s\t%s", r.Root, r.Session, r.Label, strings.Join(r.Command, " "))
+					linef(w, "%s\t%s\t%s\t%s", r.Root, r.Session, shown(r.Label), shown(r.Command...))
 				}
 			})
 		},

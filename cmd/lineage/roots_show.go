@@ -12,7 +12,7 @@ import (
 
 func newCmdRootsShow(s streams) *cobra.Command {
 	return newCmdOnRoot(s, "show PID@START", "Show a root's live tree", "GET", func(w io.Writer, out server.Root) {
-		linef(w, "root %s (session %s) %s", out.Root, out.Session, out.Label)
+		linef(w, "root %s (session %s) %s", out.Root, out.Session, shown(out.Label))
 		printTree(w, out.Members)
 	})
 }
@@ -35,7 +35,7 @@ func printTree(w io.Writer, ms []server.Member) {
 	}
 	var walk func(m server.Member, depth int)
 	walk = func(m server.Member, depth int) {
-		linef(w, "%s%s\t%s", strings.Repeat("  ", depth+1), m.Process, strings.Join(m.Argv, " "))
+		linef(w, "%s%s\t%s", strings.Repeat("  ", depth+1), m.Process, shown(m.Argv...))
 		for _, k := range kids[m.Process] {
 			walk(k, depth+1)
 		}
