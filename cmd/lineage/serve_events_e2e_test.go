@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,19 +27,7 @@ func TestServeEventsStreamTheRecordSchema(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	d.do("POST", "/v1/sessions", server.OpenSession{ID: "ev", Kind: "autonomous"}, nil)
-	body, err := d.client().Stream(ctx, "/v1/events?session=ev")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer body.Close()
-	lines := make(chan string, 1024)
-	go func() {
-		sc := bufio.NewScanner(body)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	lines := d.eventLines(t, ctx, "ev")
 	d.execRoot("other", "autonomous", "true")
 	d.execRoot("ev", "", fmt.Sprintf("setsid sleep %s & sleep 0.2", testutil.Sleep(mark)))
 	left := atLeastSleepers(t, mark, 1)

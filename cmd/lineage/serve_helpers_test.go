@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -270,4 +271,24 @@ func allAlive(t *testing.T, ps []testutil.Proc) {
 			t.Errorf("process %d %q did not survive", p.PID, p.Argv)
 		}
 	}
+}
+
+// eventLines streams session's events until ctx ends, a line at a time;
+// the channel closes when the stream does.
+func (d *daemon) eventLines(t *testing.T, ctx context.Context, session string) <-chan string {
+	t.Helper()
+	body, err := d.client().Stream(ctx, "/v1/events?session="+session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { body.Close() })
+	lines := make(chan string, 1024)
+	go func() {
+		sc := bufio.NewScanner(body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	return lines
 }

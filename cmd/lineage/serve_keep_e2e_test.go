@@ -23,19 +23,7 @@ func TestServeKeepRemoved(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	d.do("POST", "/v1/sessions", server.OpenSession{ID: "k", Kind: "autonomous"}, nil)
-	body, err := d.client().Stream(ctx, "/v1/events?session=k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer body.Close()
-	lines := make(chan string, 1024)
-	go func() {
-		sc := bufio.NewScanner(body)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	lines := d.eventLines(t, ctx, "k")
 	d.execRoot("k", "autonomous", fmt.Sprintf("setsid sleep %s & sleep 0.2", testutil.Sleep(mark)))
 	left := atLeastSleepers(t, mark, 1)
 	id := fmt.Sprintf("%d@%d", left[0].PID, left[0].StartTicks)
