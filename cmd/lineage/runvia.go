@@ -14,6 +14,7 @@ import (
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/proc"
+	"github.com/lineage-dev/lineage/internal/remote"
 )
 
 // daemonWideFlags are run's flags that only a tracker of lineage's own
@@ -60,7 +61,7 @@ const openTimeout = 5 * time.Second
 // daemon returns a runner on the daemon for this job, or nil to run with a
 // tracker of lineage's own; -v says which, and why. A root lineage trusts
 // only a daemon that runs as root, whatever the socket's path.
-func (o *runOptions) daemon(ctx context.Context) *client.Runner {
+func (o *runOptions) daemon(ctx context.Context) *remote.Runner {
 	switch {
 	case o.Standalone:
 		o.detail("lineage: standalone: --standalone\n")
@@ -78,10 +79,10 @@ func (o *runOptions) daemon(ctx context.Context) *client.Runner {
 	}
 	// Owned: the daemon reaps the job if lineage dies; it watches this
 	// process from outside the job's process group.
-	opts := client.RunnerOptions{Self: self, Owned: o.dieWithUs(), Keep: o.keep, Backend: o.backend}
+	opts := remote.RunnerOptions{Self: self, Owned: o.dieWithUs(), Keep: o.keep, Backend: o.backend}
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
-	r, err := client.OpenRunner(ctx, c, opts)
+	r, err := remote.OpenRunner(ctx, c, opts)
 	if err != nil {
 		c.Close()
 		o.detail("lineage: standalone: no daemon to use at %s: %v\n", sock, err)
@@ -109,7 +110,7 @@ func (o *runOptions) holder() job.Holder {
 }
 
 // closeRunner closes the job's session on the daemon.
-func closeRunner(o *runOptions, r *client.Runner) {
+func closeRunner(o *runOptions, r *remote.Runner) {
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
 	if err := r.Close(ctx); err != nil {

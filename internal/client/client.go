@@ -15,7 +15,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/lineage-dev/lineage/internal/server"
+	"github.com/lineage-dev/lineage/internal/api"
 )
 
 // EnvSocket names the socket when no flag does.
@@ -27,7 +27,7 @@ var ErrNoDaemon = errors.New("no lineage daemon reachable")
 // APIError is an error the daemon answered with.
 type APIError struct {
 	Status int
-	Body   server.Error
+	Body   api.Error
 }
 
 func (e *APIError) Error() string {
@@ -42,7 +42,7 @@ func Socket(flag string) string {
 	if env := os.Getenv(EnvSocket); env != "" {
 		return env
 	}
-	return server.DefaultSocket
+	return api.DefaultSocket
 }
 
 // Client sends requests to the daemon at one socket.
@@ -147,7 +147,7 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 		defer resp.Body.Close()
 		ae := &APIError{Status: resp.StatusCode}
 		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&ae.Body); err != nil {
-			ae.Body = server.Error{Error: resp.Status, Code: "unknown"}
+			ae.Body = api.Error{Error: resp.Status, Code: "unknown"}
 		}
 		return nil, ae
 	}

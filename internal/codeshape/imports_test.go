@@ -16,11 +16,16 @@ const module = "github.com/lineage-dev/lineage/"
 // may import only packages of a lower rank, so imports flow one way.
 // lineage, the domain, is at the bottom; the CLI (cmd/...) is above all.
 var layers = map[string]int{
-	"internal/lineage":   0,
-	"internal/policy":    1,
-	"internal/proc":      1,
-	"internal/userfile":  1,
-	"internal/buildinfo": 1,
+	"internal/lineage":    0,
+	"internal/exitstatus": 0,
+	"internal/policy":     1,
+	"internal/proc":       1,
+	"internal/userfile":   1,
+	"internal/buildinfo":  1,
+	// The lean /proc/PID/stat reader: no procfs, for the lean front binary.
+	"internal/procstat": 1,
+	// The API's wire types, shared by server and client.
+	"internal/api":       2,
 	"internal/loader":    2,
 	"internal/reap":      2,
 	"internal/supervise": 2,
@@ -30,13 +35,16 @@ var layers = map[string]int{
 	"internal/job":       4,
 	"internal/doctor":    4,
 	"internal/server":    5,
-	// The client speaks the server's API types (internal/server/api.go).
+	// The client speaks the API's types (internal/api) and links none of
+	// the server, so the lean front binary can use it.
 	"internal/client": 6,
+	// `lineage run`'s runner on the daemon: the client beside job.
+	"internal/remote": 7,
 }
 
 // pure packages import nothing with side effects: the standard library's
 // pure parts and lower pure packages only.
-var pure = map[string]bool{"internal/lineage": true, "internal/policy": true}
+var pure = map[string]bool{"internal/lineage": true, "internal/policy": true, "internal/exitstatus": true}
 
 var impure = []string{"os", "os/exec", "os/signal", "net", "net/http", "io/fs", "golang.org/x/sys/unix", "github.com/cilium/ebpf", "github.com/prometheus/procfs"}
 

@@ -4,20 +4,18 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/lineage-dev/lineage/internal/exitstatus"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/policy"
 )
 
-// Exit statuses of a job run besides the job's own, as timeout(1) uses them.
+// Exit statuses of a job run besides the job's own (package exitstatus
+// defines them).
 const (
-	// ExitDeadline: the deadline passed.
-	ExitDeadline = 124
-	// ExitFailure: lineage itself failed.
-	ExitFailure = 125
-	// ExitCannotRun: the command was found but could not be started.
-	ExitCannotRun = 126
-	// ExitNotFound: the command was not found.
-	ExitNotFound = 127
+	ExitDeadline  = exitstatus.Deadline
+	ExitFailure   = exitstatus.Failure
+	ExitCannotRun = exitstatus.CannotRun
+	ExitNotFound  = exitstatus.NotFound
 )
 
 // End is how a job's root ended, and why the wait for it stopped.

@@ -3,6 +3,7 @@ package job
 import (
 	"fmt"
 
+	"github.com/lineage-dev/lineage/internal/exitstatus"
 	"github.com/lineage-dev/lineage/internal/reap"
 )
 
@@ -10,7 +11,7 @@ import (
 // that exited 0 when tracking or reaping was incomplete (see
 // Report.Incomplete). It is outside the job's own 0 and lineage's
 // 124 to 127.
-const ExitIncomplete = 123
+const ExitIncomplete = exitstatus.Incomplete
 
 // incomplete lists, for people, why the report can't vouch that the whole
 // lineage was tracked and ended: lost or untracked processes, members that

@@ -32,7 +32,7 @@ func Open(root string) (FS, error) {
 	return FS{fs: fs, root: root}, nil
 }
 
-const pfKthread = 0x00200000
+const pfKthread = lineage.PFKthread
 
 // Stat reads /proc/PID/stat.
 func (p FS) Stat(pid int) (lineage.Stat, error) {

@@ -1,7 +1,6 @@
 package proc
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -190,7 +189,7 @@ func (r *StatReader) readFD(pid, fd int, comm string) (lineage.Stat, error) {
 			r.buf = make([]byte, 2*len(r.buf))
 			continue
 		}
-		return parseStat(pid, r.buf[:n], comm)
+		return lineage.ParseStat(pid, r.buf[:n], comm)
 	}
 }
 
@@ -267,110 +266,10 @@ func parsePID(name []byte) (int, bool) {
 }
 
 // errMalformedStat is wrapped when a stat record can't be parsed.
-var errMalformedStat = errors.New("malformed stat")
+var errMalformedStat = lineage.ErrMalformedStat
 
-// states are the one-letter states /proc shows, shared so that parsing one
-// allocates nothing.
-var states = func() [256]string {
-	var t [256]string
-	for _, c := range "RSDZTtWXxKPI" {
-		t[c] = string(c)
-	}
-	return t
-}()
-
-// ParseStat parses the contents of /proc/PID/stat. It needs the fields up to
-// 22 (start time); later ones (28, the stack; 52, the exit code) are read
-// when present, as on every kernel lineage runs on.
-func ParseStat(pid int, data []byte) (lineage.Stat, error) { return parseStat(pid, data, "") }
-
-func parseStat(pid int, data []byte, comm string) (lineage.Stat, error) {
-	l := bytes.IndexByte(data, '(')
-	r := bytes.LastIndexByte(data, ')')
-	if l < 0 || r < l || r+2 >= len(data) {
-		return lineage.Stat{}, fmt.Errorf("pid %d: %w: %q", pid, errMalformedStat, data)
-	}
-	st := lineage.Stat{Comm: comm}
-	if string(data[l+1:r]) != comm {
-		st.Comm = string(data[l+1 : r])
-	}
-	st.PID = uint32(pid)
-	rest := data[r+2:]
-	field := 3 // the state is field 3
-	for ; len(rest) > 0 && field <= 52; field++ {
-		end := bytes.IndexByte(rest, ' ')
-		if end < 0 {
-			end = len(rest)
-		}
-		tok := bytes.TrimRight(rest[:end], "\n")
-		switch field {
-		case 3:
-			if len(tok) == 1 && states[tok[0]] != "" {
-				st.State = states[tok[0]]
-			} else {
-				st.State = string(tok)
-			}
-		case 4, 5, 6, 9, 20, 22, 28, 33, 34, 52:
-			v, ok := parseDecimal(tok)
-			if !ok {
-				return lineage.Stat{}, fmt.Errorf("pid %d: %w: field %d is %q", pid, errMalformedStat, field, tok)
-			}
-			switch field {
-			case 4:
-				st.PPID = int(v)
-			case 5:
-				st.PGRP = int(v)
-			case 6:
-				st.Session = int(v)
-			case 9:
-				st.Kernel = v&pfKthread != 0
-			case 20:
-				st.Threads = int(v)
-			case 22:
-				st.StartTicks = v
-			case 28:
-				st.StartStack = v
-			case 33:
-				st.SigIgnore = v
-			case 34:
-				st.SigCatch = v
-			case 52:
-				st.ExitCode = lineage.ExitStatus(int32(v))
-			}
-		}
-		rest = rest[end:]
-		if len(rest) > 0 {
-			rest = rest[1:]
-		}
-	}
-	if field <= 22 {
-		return lineage.Stat{}, fmt.Errorf("pid %d: %w: %d fields, want at least 22", pid, errMalformedStat, field-1)
-	}
-	return st, nil
-}
-
-// parseDecimal parses an unsigned decimal, or a negative one as its two's
-// complement (pgrp and session are -1 in rare cases, and are ints anyway).
-func parseDecimal(b []byte) (uint64, bool) {
-	neg := false
-	if len(b) > 0 && b[0] == '-' {
-		neg, b = true, b[1:]
-	}
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	var v uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		v = v*10 + uint64(c-'0')
-	}
-	if neg {
-		v = -v
-	}
-	return v, true
-}
+// ParseStat parses the contents of /proc/PID/stat (see [lineage.ParseStat]).
+func ParseStat(pid int, data []byte) (lineage.Stat, error) { return lineage.ParseStat(pid, data, "") }
 
 // eachStat hands the stat of every live process to fn, read by a lean
 // reader that keeps no file open: a pass of adoption over /proc.

@@ -1,159 +1,41 @@
 package server
 
-import (
-	"time"
+import "github.com/lineage-dev/lineage/internal/api"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/policy"
+// The API's wire types live in package api, so that a client links none
+// of the server; these names keep the server's code as it was.
+type (
+	OpenSession = api.OpenSession
+	AddRoot     = api.AddRoot
+	AddKeep     = api.AddKeep
+	Session     = api.Session
+	Root        = api.Root
+	Member      = api.Member
+	Keep        = api.Keep
+	Ended       = api.Ended
+	RootEnd     = api.RootEnd
+	Outcome     = api.Outcome
+	Error       = api.Error
+	Status      = api.Status
+	Why         = api.Why
+	WhyStep     = api.WhyStep
 )
 
 // APIVersion is the version of the API, the /v1 of its paths.
-const APIVersion = 1
-
-// OpenSession is the body of POST /v1/sessions.
-type OpenSession struct {
-	// ID names the session; empty asks the server for one.
-	ID string `json:"id,omitempty"`
-	// Kind is "interactive" or "autonomous"; empty or unknown counts as
-	// interactive.
-	Kind  string `json:"kind,omitempty"`
-	Label string `json:"label,omitempty"`
-	// Parent is the session this one was delegated from: closing the
-	// parent closes this one first.
-	Parent string `json:"parent,omitempty"`
-	// Owner is the process whose death closes the session.
-	Owner *lineage.Identity `json:"owner,omitempty"`
-	// Keep are the session's first keep rules (`lineage run --keep`):
-	// they spare processes from every reap of the session.
-	Keep []policy.Keep `json:"keep,omitempty"`
-	// SelfClose lets a member of the session close it (a CI runner's
-	// job-completed hook runs inside the job it ends); that close spares
-	// the caller's chain of lineage parents up to its root.
-	SelfClose bool `json:"self_close,omitempty"`
-}
-
-// AddRoot is the body of POST /v1/roots: register the running process PID
-// (started at Start; zero reads it from /proc) as a root of Session,
-// opening the session with Kind and Label when it doesn't exist.
-type AddRoot struct {
-	PID     int64  `json:"pid"`
-	Start   uint64 `json:"start,omitempty"`
-	Session string `json:"session"`
-	Kind    string `json:"kind,omitempty"`
-	Label   string `json:"label,omitempty"`
-	// Command is what the root is about to run (lineage exec sends the
-	// command it will execve); nil reads the argv from /proc.
-	Command []string `json:"command,omitempty"`
-	// Owner and Keep are as in [OpenSession], for a session this request
-	// opens (`lineage run` opens its job's session so); a session that
-	// exists keeps its own.
-	Owner *lineage.Identity `json:"owner,omitempty"`
-	Keep  []policy.Keep     `json:"keep,omitempty"`
-}
-
-// AddKeep is the body of POST /v1/keeps: spare one process, or (Root set)
-// a root's whole lineage, from reaps, for TTL if given ("30m").
-type AddKeep struct {
-	Process string `json:"process"`
-	Root    bool   `json:"root,omitempty"`
-	TTL     string `json:"ttl,omitempty"`
-}
-
-// Session is a session as the API shows it.
-type Session struct {
-	ID      string            `json:"id"`
-	Kind    string            `json:"kind"`
-	Label   string            `json:"label,omitempty"`
-	Parent  string            `json:"parent,omitempty"`
-	Owner   *lineage.Identity `json:"owner,omitempty"`
-	UID     uint32            `json:"uid"`
-	Opened  time.Time         `json:"opened"`
-	Roots   []Root            `json:"roots"`
-	Keeps   []Keep            `json:"keeps"`
-	Closing bool              `json:"closing,omitempty"`
-
-	// SelfClose: see [OpenSession].
-	SelfClose bool `json:"self_close,omitempty"`
-}
-
-// Root is a registered root as the API shows it.
-type Root struct {
-	Root    lineage.Identity `json:"root"`
-	Session string           `json:"session"`
-	Label   string           `json:"label,omitempty"`
-	Command []string         `json:"command,omitempty"`
-	Added   time.Time        `json:"added"`
-	// Members is the live tree, on GET /v1/roots/{id} only.
-	Members []Member `json:"members,omitempty"`
-}
-
-// Member is one live process of a root's lineage.
-type Member struct {
-	Process lineage.Identity `json:"process"`
-	Parent  lineage.Identity `json:"parent"`
-	Comm    string           `json:"comm,omitempty"`
-	Argv    []string         `json:"argv,omitempty"`
-	Age     time.Duration    `json:"age_ns"`
-}
-
-// Keep is a keep request as the API shows it.
-type Keep struct {
-	Rule    string     `json:"rule"`
-	Expires *time.Time `json:"expires,omitempty"`
-}
-
-// Ended is what a turn end, a session close or a report returns.
-type Ended struct {
-	Session  string    `json:"session"`
-	Event    string    `json:"event"`
-	Kind     string    `json:"kind"`
-	Reaping  string    `json:"reaping"`
-	Roots    []RootEnd `json:"roots"`
-	Children []Ended   `json:"children,omitempty"`
-}
-
-// RootEnd is the decision on one root and its outcomes.
-type RootEnd struct {
-	Root     lineage.Identity `json:"root"`
-	Label    string           `json:"label,omitempty"`
-	Decision string           `json:"decision"`
-	Outcomes []Outcome        `json:"outcomes"`
-	Warnings []string         `json:"warnings,omitempty"`
-}
-
-// Outcome is what became of one member. Result is a [reap.Result], or
-// "reported" when the decision was only to report it.
-type Outcome struct {
-	Process lineage.Identity `json:"process"`
-	Parent  lineage.Identity `json:"parent"`
-	Argv    []string         `json:"argv,omitempty"`
-	Label   string           `json:"label,omitempty"`
-	Session string           `json:"session"`
-	Kind    string           `json:"kind"`
-	Age     time.Duration    `json:"age_ns"`
-	Signals []string         `json:"signals,omitempty"`
-	Result  string           `json:"result"`
-	Reason  string           `json:"reason,omitempty"`
-}
+const APIVersion = api.APIVersion
 
 // Reported is the result of a member that was only reported.
-const Reported = "reported"
-
-// Error is the body of every error response.
-type Error struct {
-	Error string `json:"error"`
-	Code  string `json:"code"`
-}
+const Reported = api.Reported
 
 // The error codes, with the HTTP status each comes with.
 const (
-	CodeInvalid    = "invalid"     // 400
-	CodeForbidden  = "forbidden"   // 403
-	CodeNotFound   = "not_found"   // 404
-	CodeMethod     = "method"      // 405
-	CodeTimeout    = "timeout"     // 408
-	CodeConflict   = "conflict"    // 409
-	CodeTooLarge   = "too_large"   // 413
-	CodeInternal   = "internal"    // 500
-	CodeBadBackend = "unavailable" // 503
+	CodeInvalid    = api.CodeInvalid
+	CodeForbidden  = api.CodeForbidden
+	CodeNotFound   = api.CodeNotFound
+	CodeMethod     = api.CodeMethod
+	CodeTimeout    = api.CodeTimeout
+	CodeConflict   = api.CodeConflict
+	CodeTooLarge   = api.CodeTooLarge
+	CodeInternal   = api.CodeInternal
+	CodeBadBackend = api.CodeBadBackend
 )

@@ -10,10 +10,12 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/lineage-dev/lineage/internal/api"
 )
 
 // DefaultSocket is where the daemon listens unless told otherwise.
-const DefaultSocket = "/run/lineage/lineage.sock"
+const DefaultSocket = api.DefaultSocket
 
 // ListenOptions say how the socket is made.
 type ListenOptions struct {

@@ -225,18 +225,6 @@ func (s *Server) routes() http.Handler {
 	return mux
 }
 
-// Status is the body of GET /v1/status.
-type Status struct {
-	API      int    `json:"api"`
-	Reaping  string `json:"reaping"`
-	Sessions int    `json:"sessions"`
-	UID      uint32 `json:"caller_uid"`
-	// Backend is the tracker's backend: "bpf" or "proc".
-	Backend string `json:"backend,omitempty"`
-	// Goroutines is the daemon's goroutine count, for leak checks.
-	Goroutines int `json:"goroutines"`
-}
-
 func (s *Server) status(r *http.Request, p Peer) (int, any, error) {
 	s.mu.Lock()
 	n := 0

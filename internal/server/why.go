@@ -11,43 +11,6 @@ import (
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
-// Why is the body of GET /v1/why/{process}: who started the process, as
-// its chain of lineage parents from itself up to its root.
-type Why struct {
-	Process lineage.Identity `json:"process"`
-	Session string           `json:"session"`
-	Root    lineage.Identity `json:"root"`
-	Label   string           `json:"label,omitempty"`
-	Chain   []WhyStep        `json:"chain"`
-	// Complete is set when the chain reaches the root; otherwise its last
-	// step's parent is the first process the daemon no longer knows.
-	Complete bool `json:"complete"`
-}
-
-// WhyStep is one process of a [Why] chain.
-type WhyStep struct {
-	Process lineage.Identity `json:"process"`
-	// Parent is the lineage parent: the process that created this one,
-	// whatever its ppid is now.
-	Parent  lineage.Identity `json:"parent"`
-	Session string           `json:"session"`
-	Root    lineage.Identity `json:"root"`
-	// Label is the root's label.
-	Label string   `json:"label,omitempty"`
-	Comm  string   `json:"comm,omitempty"`
-	Argv  []string `json:"argv,omitempty"`
-	// Alive is set while the process runs; PPID is then its current
-	// parent pid (1, or a subreaper's, once reparented).
-	Alive bool `json:"alive"`
-	PPID  int  `json:"ppid,omitempty"`
-	// Exit is how an exited process ended ("exit 0", "signal KILL").
-	Exit   string `json:"exit,omitempty"`
-	IsRoot bool   `json:"is_root,omitempty"`
-	// Skipped counts exited ancestors between this step and the next that
-	// the daemon dropped to bound its memory; Parent is the first of them.
-	Skipped int `json:"skipped,omitempty"`
-}
-
 // why answers GET /v1/why/{process}, where process is PID (a live process)
 // or PID@START (also an exited ancestor of a live member).
 func (s *Server) why(r *http.Request, p Peer) (int, any, error) {

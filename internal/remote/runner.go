@@ -1,4 +1,7 @@
-package client
+// Package remote is `lineage run`'s side of a job run through the daemon:
+// a [Runner] is the [job.Remote] that [job.RunRemote] registers the job's
+// root with and has end its lineage.
+package remote
 
 import (
 	"context"
@@ -7,6 +10,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/lineage-dev/lineage/internal/api"
+	"github.com/lineage-dev/lineage/internal/client"
 	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
@@ -21,9 +26,9 @@ import (
 // It is the [job.Remote] that [job.RunRemote] uses. Close it when the job
 // is done.
 type Runner struct {
-	c      *Client
+	c      *client.Client
 	opts   RunnerOptions
-	status server.Status
+	status api.Status
 	// open: the session may be open on the daemon (registered, not ended).
 	open bool
 }
@@ -43,7 +48,7 @@ type RunnerOptions struct {
 
 // OpenRunner asks the daemon c talks to whether it answers, and tracks
 // with the backend asked for.
-func OpenRunner(ctx context.Context, c *Client, opts RunnerOptions) (*Runner, error) {
+func OpenRunner(ctx context.Context, c *client.Client, opts RunnerOptions) (*Runner, error) {
 	r := &Runner{c: c, opts: opts}
 	if err := c.Do(ctx, http.MethodGet, "/v1/status", nil, &r.status); err != nil {
 		return nil, err
@@ -65,7 +70,7 @@ func (r *Runner) Backend() string { return r.status.Backend }
 // Register is [job.Remote.Register]: it opens the job's session with root
 // in it.
 func (r *Runner) Register(ctx context.Context, root lineage.Identity, command []string) error {
-	req := server.AddRoot{
+	req := api.AddRoot{
 		PID: int64(root.PID), Start: root.StartTicks, Command: command,
 		Session: r.Session(), Kind: policy.Autonomous.String(), Label: "lineage run", Keep: r.opts.Keep,
 	}
@@ -75,7 +80,7 @@ func (r *Runner) Register(ctx context.Context, root lineage.Identity, command []
 	}
 	err := r.c.Do(ctx, http.MethodPost, "/v1/roots", req, nil)
 	// A refusal opened nothing; a lost answer may have.
-	var ae *APIError
+	var ae *client.APIError
 	r.open = err == nil || !errors.As(err, &ae)
 	return err
 }
@@ -111,7 +116,7 @@ func (r *Runner) awaitForgotten(root lineage.Identity, limit time.Duration) {
 	defer cancel()
 	for ctx.Err() == nil {
 		err := r.c.Do(ctx, http.MethodGet, "/v1/roots/"+root.String(), nil, nil)
-		var ae *APIError
+		var ae *client.APIError
 		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
 			return
 		}
@@ -130,7 +135,7 @@ func (r *Runner) Close(ctx context.Context) error {
 		return nil
 	}
 	err := r.c.Do(ctx, http.MethodPost, "/v1/sessions/"+r.Session()+"/close", nil, nil)
-	var ae *APIError
+	var ae *client.APIError
 	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
 		return nil // never opened
 	}

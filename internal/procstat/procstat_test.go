@@ -1,0 +1,56 @@
+package procstat_test
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"testing"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/proc"
+	"github.com/lineage-dev/lineage/internal/procstat"
+)
+
+// Self names this process as the procfs-based reader does.
+func TestSelfAgreesWithProc(t *testing.T) {
+	self, err := procstat.Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := proc.Open("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := p.Identity(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if self != want || self.StartTicks == 0 {
+		t.Fatalf("procstat.Self() = %v, procfs reads %v", self, want)
+	}
+}
+
+// A process that is gone reads ErrNoProcess.
+func TestReadGoneProcess(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skipf("no true: %v", err)
+	}
+	if _, err := procstat.Read("/proc", cmd.Process.Pid); !errors.Is(err, lineage.ErrNoProcess) {
+		t.Fatalf("Read(reaped pid %d) = %v, want ErrNoProcess", cmd.Process.Pid, err)
+	}
+}
+
+func TestParseStatFields(t *testing.T) {
+	st, err := lineage.ParseStat(12, []byte("12 (a) b) S 1 12 -1 0 -1 2097152 0 0 0 0 0 0 0 0 20 0 3 0 500\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := lineage.Stat{Identity: lineage.Identity{PID: 12, StartTicks: 500}, Comm: "a) b", State: "S", PPID: 1, PGRP: 12, Session: -1, Kernel: true, Threads: 3}
+	if st != want {
+		t.Fatalf("Parse = %+v\nwant    %+v", st, want)
+	}
+	if _, err := lineage.ParseStat(12, []byte("12 (sh) S 1"), ""); !errors.Is(err, lineage.ErrMalformedStat) {
+		t.Fatalf("a short record: %v, want ErrMalformed", err)
+	}
+}
