@@ -7,8 +7,11 @@
 // -ldflags -X from `git describe --always --dirty`), else from the VCS
 // settings the Go toolchain stamps into the build, else they read "devel"
 // and "". The BPF digest is over the objects registered with [AddBPFObject]
-// (package loader registers the ones it embeds); a binary without them has
-// none. The package is safe for concurrent use once init is over.
+// (package loader registers the ones it embeds); a binary without them (the
+// lean front, which links no loader) reports [CommittedBPF], the digest of
+// the objects committed in the same tree, which a loader test keeps equal
+// to the embedded ones. The package is safe for concurrent use once init
+// is over.
 package buildinfo
 
 import (
@@ -39,7 +42,7 @@ type Info struct {
 	// Go is the Go release that built the binary.
 	Go string `json:"go"`
 	// BPF is a short digest (12 hex digits of a SHA-256) of the embedded
-	// BPF objects, "" when none are embedded.
+	// BPF objects, or of the committed ones in a binary that embeds none.
 	BPF string `json:"bpf,omitempty"`
 }
 
@@ -78,6 +81,9 @@ func Get() Info {
 	defer mu.Unlock()
 	if cached == nil {
 		i := Info{Version: version, Commit: commit, Go: runtime.Version(), BPF: digest(objects)}
+		if i.BPF == "" {
+			i.BPF = CommittedBPF
+		}
 		if bi, ok := debug.ReadBuildInfo(); ok {
 			fillFromBuild(&i, bi)
 		}
@@ -121,6 +127,10 @@ func fillFromBuild(i *Info, bi *debug.BuildInfo) {
 		}
 	}
 }
+
+// Digest is the digest [Get] reports for objs, by name: the loader's test
+// checks [CommittedBPF] with it.
+func Digest(objs map[string][]byte) string { return digest(objs) }
 
 // digest hashes the objects in name order, each as its name, a zero byte,
 // its length and its bytes, and keeps 12 hex digits.

@@ -18,28 +18,29 @@ const module = "github.com/lineage-dev/lineage/"
 var layers = map[string]int{
 	"internal/lineage":    0,
 	"internal/exitstatus": 0,
-	"internal/policy":     1,
-	"internal/proc":       1,
-	"internal/userfile":   1,
-	"internal/buildinfo":  1,
-	// The lean /proc/PID/stat reader: no procfs, for the lean front binary.
-	"internal/procstat": 1,
+	// The lean /proc/PID/stat reader: no procfs, for the lean front binary
+	// (and the procfs-based reader below it).
+	"internal/procstat":  1,
+	"internal/policy":    2,
+	"internal/proc":      2,
+	"internal/userfile":  2,
+	"internal/buildinfo": 2,
 	// The API's wire types, shared by server and client.
-	"internal/api":       2,
-	"internal/loader":    2,
-	"internal/reap":      2,
-	"internal/supervise": 2,
-	"internal/record":    3,
-	"internal/guardian":  3,
-	"internal/report":    4,
-	"internal/job":       4,
-	"internal/doctor":    4,
-	"internal/server":    5,
+	"internal/api":       3,
+	"internal/loader":    3,
+	"internal/reap":      3,
+	"internal/supervise": 3,
+	"internal/record":    4,
+	"internal/guardian":  4,
+	"internal/report":    5,
+	"internal/job":       5,
+	"internal/doctor":    5,
+	"internal/server":    6,
 	// The client speaks the API's types (internal/api) and links none of
 	// the server, so the lean front binary can use it.
-	"internal/client": 6,
+	"internal/client": 7,
 	// `lineage run`'s runner on the daemon: the client beside job.
-	"internal/remote": 7,
+	"internal/remote": 8,
 }
 
 // pure packages import nothing with side effects: the standard library's

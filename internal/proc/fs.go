@@ -3,16 +3,13 @@ package proc
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
-	"strconv"
 	"syscall"
 
 	"github.com/prometheus/procfs"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/procstat"
 )
 
 // FS reads processes from a /proc tree. The zero value is unusable; use
@@ -74,46 +71,11 @@ func (p FS) Check(id lineage.Identity) error {
 	if err != nil {
 		return err
 	}
-	if st.StartTicks != id.StartTicks {
-		return fmt.Errorf("pid %d started at %d, not %d: %w", id.PID, st.StartTicks, id.StartTicks, lineage.ErrIdentityMismatch)
-	}
-	if st.Zombie() {
-		return fmt.Errorf("pid %d has exited (zombie): %w", id.PID, lineage.ErrNoProcess)
-	}
-	return nil
+	return procstat.Check(st, id)
 }
 
-// Argv returns the command line of pid (empty for kernel threads and
-// zombies), at most lineage.MaxArgvBytes of it: a longer one is cut and
-// marked (lineage.ArgvFromCmdline), and never read whole. For a process
-// whose leader thread has exited while others run on, it is read through
-// one of the live threads.
-func (p FS) Argv(pid int) ([]string, error) {
-	dir := filepath.Join(p.root, strconv.Itoa(pid))
-	raw, err := readCapped(filepath.Join(dir, "cmdline"), lineage.MaxArgvBytes+1)
-	if err != nil {
-		return nil, procErr(pid, err)
-	}
-	if len(raw) == 0 {
-		tasks, _ := os.ReadDir(filepath.Join(dir, "task"))
-		for _, t := range tasks {
-			if r, err := readCapped(filepath.Join(dir, "task", t.Name(), "cmdline"), lineage.MaxArgvBytes+1); err == nil && len(r) > 0 {
-				return lineage.ArgvFromCmdline(r), nil
-			}
-		}
-	}
-	return lineage.ArgvFromCmdline(raw), nil
-}
-
-// readCapped reads at most limit bytes of the file at path.
-func readCapped(path string, limit int) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, int64(limit)))
-}
+// Argv returns the command line of pid (see [procstat.Argv]).
+func (p FS) Argv(pid int) ([]string, error) { return procstat.Argv(p.root, pid) }
 
 // PIDs lists the pids of all processes (thread-group leaders).
 func (p FS) PIDs() ([]int, error) {

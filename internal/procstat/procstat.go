@@ -8,8 +8,10 @@ package procstat
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 
@@ -21,10 +23,7 @@ import (
 func Read(root string, pid int) (lineage.Stat, error) {
 	data, err := os.ReadFile(root + "/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
-			return lineage.Stat{}, fmt.Errorf("pid %d: %w", pid, lineage.ErrNoProcess)
-		}
-		return lineage.Stat{}, fmt.Errorf("pid %d: %w", pid, err)
+		return lineage.Stat{}, noProcess(pid, err)
 	}
 	return lineage.ParseStat(pid, data, "")
 }
@@ -36,4 +35,58 @@ func Self() (lineage.Identity, error) {
 		return lineage.Identity{}, err
 	}
 	return st.Identity, nil
+}
+
+// Check returns nil when id names a live process: its pid is alive, not a
+// zombie, and started exactly when id says. It wraps
+// [lineage.ErrNoProcess] or [lineage.ErrIdentityMismatch] otherwise.
+func Check(st lineage.Stat, id lineage.Identity) error {
+	if st.StartTicks != id.StartTicks {
+		return fmt.Errorf("pid %d started at %d, not %d: %w", id.PID, st.StartTicks, id.StartTicks, lineage.ErrIdentityMismatch)
+	}
+	if st.Zombie() {
+		return fmt.Errorf("pid %d has exited (zombie): %w", id.PID, lineage.ErrNoProcess)
+	}
+	return nil
+}
+
+// Argv returns the command line of pid under root (empty for kernel
+// threads and zombies), at most lineage.MaxArgvBytes of it: a longer one
+// is cut and marked (lineage.ArgvFromCmdline), and never read whole. For a
+// process whose leader thread has exited while others run on, it is read
+// through one of the live threads.
+func Argv(root string, pid int) ([]string, error) {
+	dir := filepath.Join(root, strconv.Itoa(pid))
+	raw, err := readCapped(filepath.Join(dir, "cmdline"), lineage.MaxArgvBytes+1)
+	if err != nil {
+		return nil, noProcess(pid, err)
+	}
+	if len(raw) == 0 {
+		tasks, _ := os.ReadDir(filepath.Join(dir, "task"))
+		for _, t := range tasks {
+			if r, err := readCapped(filepath.Join(dir, "task", t.Name(), "cmdline"), lineage.MaxArgvBytes+1); err == nil && len(r) > 0 {
+				return lineage.ArgvFromCmdline(r), nil
+			}
+		}
+	}
+	return lineage.ArgvFromCmdline(raw), nil
+}
+
+// readCapped reads at most limit bytes of the file at path.
+func readCapped(path string, limit int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, int64(limit)))
+}
+
+// noProcess wraps err for pid, as [lineage.ErrNoProcess] when the process
+// is gone.
+func noProcess(pid int, err error) error {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("pid %d: %w", pid, lineage.ErrNoProcess)
+	}
+	return fmt.Errorf("pid %d: %w", pid, err)
 }
