@@ -1,3 +1,5 @@
+//go:build !lean
+
 package main
 
 import (
@@ -24,7 +26,7 @@ func newCmdDoctor(s streams, runF func(*doctorOptions) error) *cobra.Command {
 	opts := &doctorOptions{system: doctor.Host()}
 	cmd := &cobra.Command{
 		Use:   "doctor",
-		Short: "Check what this machine allows, and which backend lineage will use",
+		Short: doctorShort,
 		Long: `doctor checks what this machine allows lineage to do and says, in plain words,
 what will work, what won't and why. It reads the bpf backend's own pre-checks
 and probes (the BPF ring buffer and tracepoints, BTF, privileges and

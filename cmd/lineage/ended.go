@@ -4,12 +4,12 @@ import (
 	"io"
 	"strings"
 
-	"github.com/lineage-dev/lineage/internal/server"
+	"github.com/lineage-dev/lineage/internal/api"
 )
 
 // printEnded prints what a turn end, a close or a report did, child
 // sessions first.
-func printEnded(w io.Writer, e server.Ended) {
+func printEnded(w io.Writer, e api.Ended) {
 	for _, c := range e.Children {
 		printEnded(w, c)
 	}

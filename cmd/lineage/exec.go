@@ -9,9 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lineage-dev/lineage/internal/job"
-	"github.com/lineage-dev/lineage/internal/proc"
-	"github.com/lineage-dev/lineage/internal/server"
+	"github.com/lineage-dev/lineage/internal/api"
+	"github.com/lineage-dev/lineage/internal/exitstatus"
+	"github.com/lineage-dev/lineage/internal/procstat"
 )
 
 // execOptions are the flags of `lineage exec`.
@@ -55,24 +55,20 @@ func runExec(o *execOptions, args []string) error {
 	if err != nil {
 		fmt.Fprintf(o.s.err, "lineage: exec: %v\n", err)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			return exitError{job.ExitNotFound}
+			return exitError{exitstatus.NotFound}
 		}
-		return exitError{job.ExitCannotRun}
+		return exitError{exitstatus.CannotRun}
 	}
-	p, err := proc.Open("/proc")
+	self, err := procstat.Self()
 	if err != nil {
 		return err
 	}
-	self, err := p.Identity(os.Getpid())
-	if err != nil {
-		return err
-	}
-	req := server.AddRoot{PID: int64(self.PID), Start: self.StartTicks, Session: o.Session, Kind: o.Kind, Label: o.Label, Command: args}
-	var root server.Root
+	req := api.AddRoot{PID: int64(self.PID), Start: self.StartTicks, Session: o.Session, Kind: o.Kind, Label: o.Label, Command: args}
+	var root api.Root
 	if err := o.call(nil, "POST", "/v1/roots", req, &root, nil); err != nil {
 		return fmt.Errorf("exec: register: %w", err)
 	}
 	err = syscall.Exec(path, args, os.Environ())
 	fmt.Fprintf(o.s.err, "lineage: exec %s: %v\n", args[0], err)
-	return exitError{job.ExitCannotRun}
+	return exitError{exitstatus.CannotRun}
 }

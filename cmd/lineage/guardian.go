@@ -1,3 +1,5 @@
+//go:build !lean
+
 package main
 
 import (
@@ -6,14 +8,10 @@ import (
 	"github.com/lineage-dev/lineage/internal/guardian"
 )
 
-// guardianCommand is the hidden subcommand `lineage run` starts as its
-// guardian (see internal/guardian).
-const guardianCommand = "guardian"
-
 func newCmdGuardian(s streams) *cobra.Command {
 	return &cobra.Command{
 		Use:    guardianCommand,
-		Short:  "Reap a job's lineage if the lineage run that started it dies (internal)",
+		Short:  guardianShort,
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

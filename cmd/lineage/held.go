@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/internal/exitstatus"
 )
 
 // heldCommand is the hidden subcommand `lineage run` starts as its job's
@@ -37,13 +37,13 @@ func runHeld(s streams, args []string) error {
 	pipe := os.NewFile(heldFD, "held")
 	var b [1]byte
 	if n, _ := pipe.Read(b[:]); n != 1 {
-		return exitError{job.ExitFailure}
+		return exitError{exitstatus.Failure}
 	}
 	pipe.Close()
 	err := syscall.Exec(args[0], args[1:], os.Environ())
 	fmt.Fprintf(s.err, "lineage: run %s: %v\n", args[1], err)
 	if errors.Is(err, syscall.ENOENT) {
-		return exitError{job.ExitNotFound}
+		return exitError{exitstatus.NotFound}
 	}
-	return exitError{job.ExitCannotRun}
+	return exitError{exitstatus.CannotRun}
 }

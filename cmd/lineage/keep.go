@@ -8,20 +8,20 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lineage-dev/lineage/internal/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/server"
 )
 
 func newCmdKeep(s streams) *cobra.Command {
 	o := &clientOptions{s: s}
-	var req server.AddKeep
+	var req api.AddKeep
 	var rm bool
 	cmd := &cobra.Command{
 		Use:   "keep PID@START [--root] [--ttl D] | keep --rm PID@START [--root]",
 		Short: "Spare a process (or, with --root, a root's whole lineage) from its session's reaps; --rm ends the keep",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var out server.Keep
+			var out api.Keep
 			if rm {
 				if req.TTL != "" {
 					return fmt.Errorf("%w: --ttl with --rm: a removed keep has no lifetime", lineage.ErrInvalid)

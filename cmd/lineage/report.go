@@ -1,3 +1,5 @@
+//go:build !lean
+
 package main
 
 import (
@@ -31,7 +33,7 @@ func newCmdReport(s streams, runF func(*reportOptions) error) *cobra.Command {
 	opts := &reportOptions{color: wantsColor}
 	cmd := &cobra.Command{
 		Use:   "report FILE",
-		Short: "Render a forensic record: who spawned what, how it ended, what leaked",
+		Short: reportShort,
 		Long: `report reads a record written by lineage (JSON Lines, see docs/record.md) and
 renders it:
 

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/internal/buildinfo"
-	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/internal/exitstatus"
 )
 
 // exitError carries a process exit status out of a command. Its message, if
@@ -45,13 +45,11 @@ lineage polls /proc instead.`,
 	root.SetIn(s.in)
 	root.SetOut(s.out)
 	root.SetErr(s.err)
+	// The heavy commands are the full binary's; the lean front hands them
+	// to lineage-tracker (tracker.go).
+	root.AddCommand(heavyCommands(s)...)
 	root.AddCommand(
-		newCmdRun(s, nil),
-		newCmdDoctor(s, nil),
-		newCmdReport(s, nil),
-		newCmdGuardian(s),
 		newCmdHeld(s),
-		newCmdServe(s),
 		newCmdExec(s),
 		newCmdRoots(s),
 		newCmdSession(s),
@@ -84,4 +82,4 @@ func execute(args []string) int {
 
 // exitFailure is lineage's exit status when it fails itself (bad flags or
 // arguments, a backend that can't run); `lineage run` documents the rest.
-const exitFailure = job.ExitFailure
+const exitFailure = exitstatus.Failure

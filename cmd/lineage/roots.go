@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lineage-dev/lineage/internal/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/server"
 )
 
 func newCmdRoots(s streams) *cobra.Command {
@@ -20,7 +20,7 @@ func newCmdRoots(s streams) *cobra.Command {
 
 // newCmdOnRoot is a client command that sends method to one root's
 // resource, /v1/roots/PID@START, and prints the root it gets back.
-func newCmdOnRoot(s streams, use, short, method string, print func(io.Writer, server.Root)) *cobra.Command {
+func newCmdOnRoot(s streams, use, short, method string, print func(io.Writer, api.Root)) *cobra.Command {
 	o := &clientOptions{s: s}
 	cmd := &cobra.Command{
 		Use:   use,
@@ -31,7 +31,7 @@ func newCmdOnRoot(s streams, use, short, method string, print func(io.Writer, se
 			if err != nil {
 				return err
 			}
-			var out server.Root
+			var out api.Root
 			return o.call(cmd.Context(), method, "/v1/roots/"+id.String(), nil, &out, func(w io.Writer) { print(w, out) })
 		},
 	}

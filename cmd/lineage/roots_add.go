@@ -7,12 +7,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lineage-dev/lineage/internal/server"
+	"github.com/lineage-dev/lineage/internal/api"
 )
 
 func newCmdRootsAdd(s streams) *cobra.Command {
 	o := &clientOptions{s: s}
-	var req server.AddRoot
+	var req api.AddRoot
 	cmd := &cobra.Command{
 		Use:   "add PID --session S [--start TICKS]",
 		Short: "Register a running process as a root and adopt its descendants",
@@ -23,7 +23,7 @@ func newCmdRootsAdd(s streams) *cobra.Command {
 				return fmt.Errorf("roots add: pid %q: %w", args[0], err)
 			}
 			req.PID = pid
-			var out server.Root
+			var out api.Root
 			return o.call(cmd.Context(), "POST", "/v1/roots", req, &out, func(w io.Writer) {
 				linef(w, "%s\t%s", out.Root, out.Session)
 			})

@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lineage-dev/lineage/internal/api"
 	"github.com/lineage-dev/lineage/internal/client"
-	"github.com/lineage-dev/lineage/internal/server"
 )
 
 func newCmdRootsLs(s streams) *cobra.Command {
@@ -17,7 +17,7 @@ func newCmdRootsLs(s streams) *cobra.Command {
 		Short: "List the roots the caller may see",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var out []server.Root
+			var out []api.Root
 			return o.call(cmd.Context(), "GET", client.Query("/v1/roots", "session", session), nil, &out, func(w io.Writer) {
 				for _, r := range out {
 					linef(w, "%s\t%s\t%s\t%s", r.Root, r.Session, shown(r.Label), shown(r.Command...))

@@ -5,10 +5,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lineage-dev/lineage/internal/server"
+	"github.com/lineage-dev/lineage/internal/api"
 )
 
 func newCmdRootsRm(s streams) *cobra.Command {
 	return newCmdOnRoot(s, "rm PID@START", "Stop tracking a root's lineage; nothing is signalled", "DELETE",
-		func(w io.Writer, out server.Root) { linef(w, "untracked %s", out.Root) })
+		func(w io.Writer, out api.Root) { linef(w, "untracked %s", out.Root) })
 }

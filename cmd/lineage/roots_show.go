@@ -6,12 +6,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lineage-dev/lineage/internal/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/server"
 )
 
 func newCmdRootsShow(s streams) *cobra.Command {
-	return newCmdOnRoot(s, "show PID@START", "Show a root's live tree", "GET", func(w io.Writer, out server.Root) {
+	return newCmdOnRoot(s, "show PID@START", "Show a root's live tree", "GET", func(w io.Writer, out api.Root) {
 		linef(w, "root %s (session %s) %s", out.Root, out.Session, shown(out.Label))
 		printTree(w, out.Members)
 	})
@@ -19,13 +19,13 @@ func newCmdRootsShow(s streams) *cobra.Command {
 
 // printTree prints members indented under their lineage parents; those
 // whose parent is not a live member start at the top.
-func printTree(w io.Writer, ms []server.Member) {
+func printTree(w io.Writer, ms []api.Member) {
 	live := make(map[lineage.Identity]bool, len(ms))
-	kids := make(map[lineage.Identity][]server.Member)
+	kids := make(map[lineage.Identity][]api.Member)
 	for _, m := range ms {
 		live[m.Process] = true
 	}
-	var tops []server.Member
+	var tops []api.Member
 	for _, m := range ms {
 		if live[m.Parent] && m.Parent != m.Process {
 			kids[m.Parent] = append(kids[m.Parent], m)
@@ -33,8 +33,8 @@ func printTree(w io.Writer, ms []server.Member) {
 			tops = append(tops, m)
 		}
 	}
-	var walk func(m server.Member, depth int)
-	walk = func(m server.Member, depth int) {
+	var walk func(m api.Member, depth int)
+	walk = func(m api.Member, depth int) {
 		linef(w, "%s%s\t%s", strings.Repeat("  ", depth+1), m.Process, shown(m.Argv...))
 		for _, k := range kids[m.Process] {
 			walk(k, depth+1)

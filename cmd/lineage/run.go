@@ -1,3 +1,5 @@
+//go:build !lean
+
 package main
 
 import (
@@ -97,7 +99,7 @@ func newCmdRun(s streams, runF func(*runOptions) error) *cobra.Command {
 	opts := &runOptions{s: s}
 	cmd := &cobra.Command{
 		Use:   "run [flags] -- COMMAND [ARGS...]",
-		Short: "Run a command and end everything it started when it is done",
+		Short: runShort,
 		Long:  runLong,
 		Example: `  lineage run -- ./ci.sh
   lineage run --deadline 30m --report leaks.json -- make test

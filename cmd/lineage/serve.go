@@ -1,3 +1,5 @@
+//go:build !lean
+
 package main
 
 import (
@@ -52,7 +54,7 @@ func newCmdServe(s streams) *cobra.Command {
 	o := &serveOptions{s: s}
 	cmd := &cobra.Command{
 		Use:   "serve [flags]",
-		Short: "Run the sidecar: the host's one tracker behind an HTTP/JSON API on a Unix socket",
+		Short: serveShort,
 		Long: `Run the daemon that agent hosts and 'lineage exec' talk to. It listens on a
 Unix socket (curl --unix-socket SOCKET http://x/v1/...; see docs/api.md),
 authorises callers by their uid, and keeps sessions, roots and keeps in

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lineage-dev/lineage/internal/server"
+	"github.com/lineage-dev/lineage/internal/api"
 )
 
 func newCmdSessionClose(s streams) *cobra.Command {
@@ -16,7 +16,7 @@ func newCmdSessionClose(s streams) *cobra.Command {
 		Short: "Close a session (its child sessions first): policy reaps its roots, then they are untracked",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var out server.Ended
+			var out api.Ended
 			return o.call(cmd.Context(), "POST", "/v1/sessions/"+url.PathEscape(args[0])+"/close", nil, &out, func(w io.Writer) { printEnded(w, out) })
 		},
 	}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lineage-dev/lineage/internal/server"
+	"github.com/lineage-dev/lineage/internal/api"
 )
 
 func newCmdSessionLs(s streams) *cobra.Command {
@@ -15,7 +15,7 @@ func newCmdSessionLs(s streams) *cobra.Command {
 		Short: "List the sessions the caller may see",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var out []server.Session
+			var out []api.Session
 			return o.call(cmd.Context(), "GET", "/v1/sessions", nil, &out, func(w io.Writer) {
 				for _, se := range out {
 					linef(w, "%s\t%s\t%d roots\t%s", se.ID, se.Kind, len(se.Roots), se.Label)

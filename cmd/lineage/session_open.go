@@ -5,13 +5,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lineage-dev/lineage/internal/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/server"
 )
 
 func newCmdSessionOpen(s streams) *cobra.Command {
 	o := &clientOptions{s: s}
-	var req server.OpenSession
+	var req api.OpenSession
 	var owner string
 	cmd := &cobra.Command{
 		Use:   "open [ID] [--kind K] [--label L] [--parent P] [--owner PID@START] [--self-close]",
@@ -28,7 +28,7 @@ func newCmdSessionOpen(s streams) *cobra.Command {
 				}
 				req.Owner = &id
 			}
-			var out server.Session
+			var out api.Session
 			return o.call(cmd.Context(), "POST", "/v1/sessions", req, &out, func(w io.Writer) { linef(w, "%s", out.ID) })
 		},
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lineage-dev/lineage/internal/server"
+	"github.com/lineage-dev/lineage/internal/api"
 )
 
 func newCmdSessionReport(s streams) *cobra.Command {
@@ -16,7 +16,7 @@ func newCmdSessionReport(s streams) *cobra.Command {
 		Short: "List a session's live processes without touching them",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var out server.Ended
+			var out api.Ended
 			return o.call(cmd.Context(), "GET", "/v1/sessions/"+url.PathEscape(args[0])+"/report", nil, &out, func(w io.Writer) { printEnded(w, out) })
 		},
 	}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lineage-dev/lineage/internal/server"
+	"github.com/lineage-dev/lineage/internal/api"
 )
 
 // newCmdStatus asks the daemon whether it answers: exit 0 when it does,
@@ -17,7 +17,7 @@ func newCmdStatus(s streams) *cobra.Command {
 		Short: "Ask the daemon on its socket whether it answers (exit 0), and how it is set",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var out server.Status
+			var out api.Status
 			return o.call(cmd.Context(), "GET", "/v1/status", nil, &out, func(w io.Writer) {
 				linef(w, "api %d\treaping %s\t%d sessions", out.API, out.Reaping, out.Sessions)
 			})

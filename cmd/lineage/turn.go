@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lineage-dev/lineage/internal/server"
+	"github.com/lineage-dev/lineage/internal/api"
 )
 
 func newCmdTurn(s streams) *cobra.Command {
@@ -22,7 +22,7 @@ func newCmdTurnEnd(s streams) *cobra.Command {
 		Short: "End a turn: an autonomous session's processes are reaped, an interactive one's reported",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var out server.Ended
+			var out api.Ended
 			return o.call(cmd.Context(), "POST", "/v1/sessions/"+url.PathEscape(args[0])+"/turn-end", nil, &out, func(w io.Writer) { printEnded(w, out) })
 		},
 	}

@@ -13,10 +13,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lineage-dev/lineage/internal/api"
 	"github.com/lineage-dev/lineage/internal/client"
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/proc"
-	"github.com/lineage-dev/lineage/internal/server"
+	"github.com/lineage-dev/lineage/internal/procstat"
 )
 
 // exitNotTracked is `lineage why`'s status when the daemon could not
@@ -61,7 +61,7 @@ func whyRun(ctx context.Context, o *whyOptions) error {
 	}
 	c := client.New(client.Socket(o.Socket))
 	defer c.Close()
-	var out server.Why
+	var out api.Why
 	err := c.Do(ctx, http.MethodGet, "/v1/why/"+url.PathEscape(o.Process), nil, &out)
 	if err == nil {
 		if o.JSON {
@@ -125,29 +125,29 @@ func procChain(text string) ([]procStep, error) {
 	if err != nil || pid <= 0 {
 		return nil, fmt.Errorf("%w process %q: want PID or PID@START", lineage.ErrInvalid, text)
 	}
-	fs, err := proc.Open("/proc")
-	if err != nil {
-		return nil, err
-	}
 	if hasStart {
 		start, err := strconv.ParseUint(startText, 10, 64)
 		if err != nil {
 			return nil, fmt.Errorf("%w process %q: bad start time", lineage.ErrInvalid, text)
 		}
-		if err := fs.Check(lineage.Identity{PID: uint32(pid), StartTicks: start}); err != nil {
+		st, err := procstat.Read("/proc", pid)
+		if err == nil {
+			err = procstat.Check(st, lineage.Identity{PID: uint32(pid), StartTicks: start})
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
 	var out []procStep
 	for cur := pid; cur > 0 && len(out) < 4096; {
-		st, err := fs.Stat(cur)
+		st, err := procstat.Read("/proc", cur)
 		if err != nil {
 			if len(out) == 0 {
 				return nil, err
 			}
 			break
 		}
-		argv, _ := fs.Argv(cur)
+		argv, _ := procstat.Argv("/proc", cur)
 		out = append(out, procStep{Process: st.Identity, PPID: st.PPID, Comm: st.Comm, Argv: argv})
 		cur = st.PPID
 	}
@@ -155,7 +155,7 @@ func procChain(text string) ([]procStep, error) {
 }
 
 // printWhy prints a chain, the process first, each step's creator below.
-func printWhy(w io.Writer, v server.Why) {
+func printWhy(w io.Writer, v api.Why) {
 	label := ""
 	if v.Label != "" {
 		label = " (" + lineage.Printable(v.Label) + ")"
@@ -176,7 +176,7 @@ func printWhy(w io.Writer, v server.Why) {
 
 // stepState says whether a step lives, how it ended, and whether it is the
 // root.
-func stepState(st server.WhyStep) string {
+func stepState(st api.WhyStep) string {
 	var s string
 	switch {
 	case st.Alive && st.PPID != 0:
