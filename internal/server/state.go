@@ -9,12 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/internal/proc"
 )
 
 // stateVersion is the version of the state file's layout.
@@ -24,10 +26,21 @@ const stateVersion = 1
 const stateName = "state.json"
 
 // stateFile writes the server's state atomically: a snapshot taken under
-// Server.mu is written to a temporary file, synced and renamed over the
-// last one. Writes are ordered: an older snapshot never replaces a newer.
+// Server.mu is written to a temporary file and renamed over the last one.
+// Writes are ordered: an older snapshot never replaces a newer.
+//
+// Nothing is fsynced. The rename makes a write atomic against the daemon's
+// own crash (a kill -9 leaves the page cache, so the old file or the new one
+// is read back, never a torn one). What an fsync would add is a state that
+// outlives a crash of the kernel or the machine, and that state is useless:
+// the pinned maps live in bpffs, which is memory, and every process the
+// state names is gone with them. So the state records the boot it was
+// written in, and a state from an earlier boot is set aside, whole, at
+// restore (earlierBoot). Dropping the two fsyncs saves 6 to 12 ms on every
+// registration.
 type stateFile struct {
 	dir     string
+	boot    string // this boot's boot_id, "" when unknown
 	mu      sync.Mutex
 	taken   uint64 // guarded by Server.mu
 	written uint64 // guarded by mu
@@ -36,7 +49,9 @@ type stateFile struct {
 
 type savedState struct {
 	Version int `json:"version"`
-	NextID  int `json:"next_id"`
+	// Boot is the kernel's boot_id when the state was written.
+	Boot   string `json:"boot,omitempty"`
+	NextID int    `json:"next_id"`
 	// Sessions are as the API shows them, open ones only.
 	Sessions []Session `json:"sessions"`
 }
@@ -45,7 +60,30 @@ func openState(dir string) (*stateFile, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)
 	}
-	return &stateFile{dir: dir}, nil
+	return &stateFile{dir: dir, boot: bootID()}, nil
+}
+
+// bootIDFile names this boot of the kernel: it changes at every boot.
+const bootIDFile = "/proc/sys/kernel/random/boot_id"
+
+// bootID returns this boot's boot_id, or "" when it can't be read.
+func bootID() string {
+	b, err := os.ReadFile(bootIDFile)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// earlierBoot says whether a state file was written before this boot:
+// its boot_id differs from this boot's, or, when either is unknown or the
+// file could not be parsed (parsed false: a write cut short by a power
+// loss), it was last written before the machine booted.
+func (f *stateFile) earlierBoot(st savedState, parsed bool, written, booted time.Time) bool {
+	if parsed && st.Boot != "" && f.boot != "" {
+		return st.Boot != f.boot
+	}
+	return written.Before(booted)
 }
 
 // save writes the current state, if the server keeps one. Failures are
@@ -55,7 +93,7 @@ func (s *Server) save() {
 		return
 	}
 	s.mu.Lock()
-	st := savedState{Version: stateVersion, NextID: s.nextID, Sessions: []Session{}}
+	st := savedState{Version: stateVersion, Boot: s.state.boot, NextID: s.nextID, Sessions: []Session{}}
 	jobs := make(map[lineage.Identity]*job.Job)
 	for _, se := range s.sessions {
 		if se.closed {
@@ -139,19 +177,11 @@ func (f *stateFile) write(seq uint64, st savedState) error {
 		tmp.Close()
 		return err
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp.Name(), filepath.Join(f.dir, stateName)); err != nil {
 		return err
-	}
-	if d, err := os.Open(f.dir); err == nil {
-		_ = d.Sync()
-		d.Close()
 	}
 	f.written, f.last = seq, data
 	return nil
@@ -162,12 +192,16 @@ func (f *stateFile) write(seq uint64, st savedState) error {
 // its lineage exact, members forked while no daemon ran included, even when
 // the root itself is gone; other roots are registered again (their
 // descendants adopted again from /proc), and one that is gone is dropped
-// and said so. A session whose owner is gone is closed.
+// and said so. A session whose owner is gone is closed. A state from an
+// earlier boot is set aside (renamed with the suffix .earlier-boot) and the
+// daemon starts empty: its processes and pins died with that boot, and its
+// identities, counted in ticks since boot, could name this boot's processes.
 func (s *Server) restore() error {
 	if s.state == nil {
 		return nil
 	}
-	data, err := os.ReadFile(filepath.Join(s.state.dir, stateName))
+	path := filepath.Join(s.state.dir, stateName)
+	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -175,8 +209,13 @@ func (s *Server) restore() error {
 		return fmt.Errorf("read state: %w", err)
 	}
 	var st savedState
-	if err := json.Unmarshal(data, &st); err != nil {
-		return fmt.Errorf("read state: %w", err)
+	perr := json.Unmarshal(data, &st)
+	if info, err := os.Stat(path); err == nil && s.state.earlierBoot(st, perr == nil, info.ModTime(), time.Now().Add(-proc.BootTime())) {
+		s.note("lineage: the state in %s is from an earlier boot, whose processes and pins are gone: set aside as %s.earlier-boot\n", path, stateName)
+		return os.Rename(path, path+".earlier-boot")
+	}
+	if perr != nil {
+		return fmt.Errorf("read state: %w", perr)
 	}
 	if st.Version != stateVersion {
 		return fmt.Errorf("read state: version %d: want %d", st.Version, stateVersion)

@@ -1,0 +1,99 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestEarlierBoot(t *testing.T) {
+	booted := time.Now().Add(-time.Hour)
+	before, after := booted.Add(-time.Minute), booted.Add(time.Minute)
+	for _, c := range []struct {
+		name    string
+		boot    string // this boot's id
+		st      savedState
+		parsed  bool
+		written time.Time
+		want    bool
+	}{
+		{"same boot", "b1", savedState{Boot: "b1"}, true, after, false},
+		{"another boot", "b1", savedState{Boot: "b0"}, true, after, true},
+		{"same boot id wins over an odd clock", "b1", savedState{Boot: "b1"}, true, before, false},
+		{"no boot id, written since boot", "b1", savedState{}, true, after, false},
+		{"no boot id, written before boot", "b1", savedState{}, true, before, true},
+		{"this boot unknown", "", savedState{Boot: "b0"}, true, before, true},
+		{"torn, written before boot", "b1", savedState{}, false, before, true},
+		{"torn, written since boot", "b1", savedState{}, false, after, false},
+	} {
+		f := &stateFile{boot: c.boot}
+		if got := f.earlierBoot(c.st, c.parsed, c.written, booted); got != c.want {
+			t.Errorf("%s: earlierBoot = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// A state written in another boot names processes and pins that died with
+// it: the daemon starts empty, and keeps the file aside.
+func TestRestoreSetsAsideAnEarlierBoot(t *testing.T) {
+	dir := t.TempDir()
+	f, err := openState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.boot == "" {
+		t.Fatalf("no boot id from %s", bootIDFile)
+	}
+	old := savedState{Version: stateVersion, Boot: "not-" + f.boot, NextID: 7, Sessions: []Session{{ID: "s1", Kind: "autonomous"}}}
+	data, _ := json.Marshal(old)
+	path := filepath.Join(dir, stateName)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	s := &Server{state: f, log: &log, sessions: map[string]*session{}}
+	if err := s.restore(); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.sessions) != 0 || s.nextID != 0 {
+		t.Errorf("restored %d sessions (next id %d) from an earlier boot", len(s.sessions), s.nextID)
+	}
+	if _, err := os.Stat(path + ".earlier-boot"); err != nil {
+		t.Errorf("the earlier boot's state was not set aside: %v", err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("state.json still there: %v", err)
+	}
+	if !strings.Contains(log.String(), "earlier boot") {
+		t.Errorf("nothing said: %q", log.String())
+	}
+}
+
+// The state names this boot, is written without a temporary file left
+// behind, and reads back as written.
+func TestStateWriteNamesTheBoot(t *testing.T) {
+	dir := t.TempDir()
+	f, err := openState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.write(1, savedState{Version: stateVersion, Boot: f.boot, NextID: 3, Sessions: []Session{}}); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 || entries[0].Name() != stateName {
+		t.Fatalf("state dir holds %v, want %s alone", entries, stateName)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, stateName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back savedState
+	if err := json.Unmarshal(data, &back); err != nil || back.Boot != f.boot || back.NextID != 3 {
+		t.Fatalf("read back %+v (%v), want boot %q next id 3", back, err, f.boot)
+	}
+}
