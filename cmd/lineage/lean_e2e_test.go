@@ -1,0 +1,266 @@
+package main
+
+// The lean front (`go build -tags lean`, bin/lineage) and the full binary
+// (bin/lineage-tracker), built from this command tree: the front links none
+// of the heavy packages, runs the client commands itself and hands the
+// heavy ones to the tracker beside it.
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lineage-dev/lineage/internal/client"
+	"github.com/lineage-dev/lineage/internal/exitstatus"
+	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/testutil"
+)
+
+// heavyModules are what the front must not link: their package inits cost
+// every command's start (BPF map creation, regexps, protobuf descriptors,
+// the default Prometheus registry).
+var heavyModules = []string{
+	"github.com/cilium/ebpf",
+	"github.com/prometheus/procfs",
+	"github.com/prometheus/client_golang",
+	"google.golang.org/protobuf",
+}
+
+// deps lists the packages `go build` links into this command with tags.
+func deps(t *testing.T, tags string) []string {
+	t.Helper()
+	gotool := testutil.LookTool(t, "go")
+	out, err := exec.Command(gotool, "list", "-deps", "-tags", tags, ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps -tags %q: %v", tags, err)
+	}
+	return strings.Fields(string(out))
+}
+
+func TestLeanFrontLinksNoHeavyPackage(t *testing.T) {
+	linksHeavy := func(pkgs []string) []string {
+		var bad []string
+		for _, p := range pkgs {
+			for _, m := range heavyModules {
+				if p == m || strings.HasPrefix(p, m+"/") {
+					bad = append(bad, p)
+				}
+			}
+		}
+		return bad
+	}
+	if bad := linksHeavy(deps(t, "lean")); len(bad) != 0 {
+		t.Errorf("the lean front links %d heavy packages: %v", len(bad), bad)
+	}
+	// The check can see them: the full binary links them all.
+	full := strings.Join(linksHeavy(deps(t, "")), " ")
+	for _, m := range heavyModules {
+		if !strings.Contains(full, m) {
+			t.Errorf("the full binary links nothing of %s: the check is blind", m)
+		}
+	}
+}
+
+// buildBoth builds the front and the tracker into a directory of the
+// test's own and returns their paths.
+func buildBoth(t *testing.T) (front, tracker string) {
+	t.Helper()
+	gotool := testutil.LookTool(t, "go")
+	dir := t.TempDir()
+	front, tracker = filepath.Join(dir, "lineage"), filepath.Join(dir, trackerBinary)
+	for _, b := range []struct{ out, tags string }{{front, "lean"}, {tracker, ""}} {
+		cmd := exec.Command(gotool, "build", "-tags", b.tags, "-o", b.out, ".")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build -tags %q: %v\n%s", b.tags, err, out)
+		}
+	}
+	return front, tracker
+}
+
+// binResult is how a run of a built binary ended.
+type binResult struct {
+	stdout, stderr string
+	code           int
+}
+
+// runBin runs bin with args, its socket nowhere unless env names one,
+// and waits for it.
+func runBin(t *testing.T, bin string, env []string, args ...string) binResult {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(append(os.Environ(), noDaemonEnv), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	res := binResult{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		res.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("%s %v: %v", bin, args, err)
+	}
+	return res
+}
+
+// TestLeanFront builds both binaries once and drives the front.
+func TestLeanFront(t *testing.T) {
+	front, tracker := buildBoth(t)
+	t.Run("help", func(t *testing.T) { testLeanFrontHelp(t, front, tracker) })
+	t.Run("no tracker", func(t *testing.T) { testLeanFrontWithoutTracker(t, front) })
+	t.Run("daemon", func(t *testing.T) { testLeanFrontDrivesTheDaemon(t, front, tracker) })
+}
+
+// Without lineage-tracker beside it, the front still runs its own
+// commands, and a heavy one fails with the path it looked for.
+func testLeanFrontWithoutTracker(t *testing.T, built string) {
+	front := filepath.Join(t.TempDir(), "lineage")
+	data, err := os.ReadFile(built)
+	if err == nil {
+		err = os.WriteFile(front, data, 0o755)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	tracker := filepath.Join(filepath.Dir(front), trackerBinary)
+	for _, args := range [][]string{{"serve"}, {"run", "--", "true"}, {"doctor"}, {"serve", "--help"}} {
+		res := runBin(t, front, nil, args...)
+		if res.code != exitstatus.Failure || !strings.Contains(res.stderr, tracker) {
+			t.Errorf("lineage %v without the tracker: exit %d, stderr %q; want %d naming %s", args, res.code, res.stderr, exitstatus.Failure, tracker)
+		}
+	}
+	res := runBin(t, front, nil, "version")
+	if res.code != 0 || !regexp.MustCompile(`^lineage \S+ \(.*bpf [0-9a-f]{12}\)\n$`).MatchString(res.stdout) {
+		t.Errorf("lineage version: exit %d, %q; want the BPF objects' digest", res.code, res.stdout)
+	}
+	res = runBin(t, front, nil, "status")
+	if res.code == 0 || !strings.Contains(res.stderr, client.ErrNoDaemon.Error()) {
+		t.Errorf("lineage status with no daemon: exit %d, stderr %q", res.code, res.stderr)
+	}
+}
+
+// `lineage --help` lists every command the full binary has, and the
+// heavy commands' own help is the full binary's.
+func testLeanFrontHelp(t *testing.T, front, tracker string) {
+	help := runBin(t, front, nil, "--help").stdout
+	full := newRootCmd(streams{in: strings.NewReader(""), out: &bytes.Buffer{}, err: &bytes.Buffer{}})
+	for _, c := range full.Commands() {
+		if c.Hidden {
+			continue
+		}
+		if !regexp.MustCompile(`(?m)^  ` + c.Name() + ` +` + regexp.QuoteMeta(c.Short) + `$`).MatchString(help) {
+			t.Errorf("lineage --help lacks %q (%s):\n%s", c.Name(), c.Short, help)
+		}
+	}
+	for _, args := range [][]string{{"serve", "--help"}, {"help", "run"}} {
+		got := runBin(t, front, nil, args...)
+		want := runBin(t, tracker, nil, args...)
+		if got.code != 0 || got.stdout != want.stdout || !strings.Contains(got.stdout, "--") {
+			t.Errorf("lineage %v: exit %d, help %q; want the tracker's %q", args, got.code, got.stdout, want.stdout)
+		}
+	}
+}
+
+// leanDaemon is `lineage serve` started through the front.
+type leanDaemon struct {
+	cmd    *exec.Cmd
+	sock   string
+	stderr *lockedBuffer
+	done   chan error
+}
+
+func startLeanDaemon(t *testing.T, front string) *leanDaemon {
+	t.Helper()
+	requireBackend(t, loader.BackendBPF)
+	dir := t.TempDir()
+	d := &leanDaemon{sock: filepath.Join(dir, "lineage.sock"), stderr: &lockedBuffer{}, done: make(chan error, 1)}
+	d.cmd = exec.Command(front, "serve", "--backend", "bpf", "--socket", d.sock, "--state-dir", filepath.Join(dir, "state"), "--pin-dir", pinNone, "--grace", "1s")
+	d.cmd.Env = append(os.Environ(), noDaemonEnv)
+	d.cmd.Stderr = d.stderr
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { d.done <- d.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = d.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-d.done:
+		case <-time.After(10 * time.Second):
+			_ = d.cmd.Process.Kill()
+			<-d.done
+		}
+		if t.Failed() {
+			t.Logf("lineage serve stderr:\n%s", d.stderr)
+		}
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(d.stderr.String(), servingNote) {
+		select {
+		case err := <-d.done:
+			t.Fatalf("lineage serve exited: %v\n%s", err, d.stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lineage serve did not serve within 60s\n%s", d.stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return d
+}
+
+// The front hands serve and a standalone run to the tracker, in place,
+// and runs exec and run through the daemon; exit statuses pass through and
+// leftovers are reaped either way.
+func testLeanFrontDrivesTheDaemon(t *testing.T, front, tracker string) {
+	d := startLeanDaemon(t, front)
+	exe, err := os.Readlink("/proc/" + strconv.Itoa(d.cmd.Process.Pid) + "/exe")
+	if err != nil || exe != tracker {
+		t.Errorf("the daemon started as %s runs %q (%v): want the tracker, same pid", front, exe, err)
+	}
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	sock := []string{client.EnvSocket + "=" + d.sock}
+	leak := "setsid sleep " + testutil.Sleep(mark) + " </dev/null >/dev/null 2>&1 & exit "
+
+	res := runBin(t, front, sock, "exec", "--session", "lean", "--kind", "autonomous", "--", "sh", "-c", leak+"3")
+	if res.code != 3 {
+		t.Errorf("lineage exec: exit %d, want the command's 3; stderr %q", res.code, res.stderr)
+	}
+	left := atLeastSleepers(t, mark, 1)
+	if res := runBin(t, front, sock, "session", "close", "lean"); res.code != 0 {
+		t.Errorf("lineage session close: exit %d: %s", res.code, res.stderr)
+	}
+	allGone(t, left)
+
+	for _, c := range []struct {
+		name    string
+		args    []string
+		code    int
+		tracker string
+	}{
+		{"through the daemon", []string{"run", "-v", "--grace", "1s", "--"}, 4, "via daemon"},
+		{"standalone", []string{"run", "--standalone", "--grace", "1s", "--"}, 5, ""},
+	} {
+		args := append(c.args, "sh", "-c", leak+strconv.Itoa(c.code))
+		res := runBin(t, front, sock, args...)
+		if res.code != c.code {
+			t.Errorf("%s: lineage run exit %d, want the job's %d; stderr:\n%s", c.name, res.code, c.code, res.stderr)
+		}
+		if !strings.Contains(res.stderr, "sleep "+testutil.Sleep(mark)) || !strings.Contains(res.stderr, c.tracker) {
+			t.Errorf("%s: the report does not name the leftover (or %q):\n%s", c.name, c.tracker, res.stderr)
+		}
+		if ps := sleepers(mark); len(ps) != 0 {
+			t.Errorf("%s: leftovers outlived lineage run: %v", c.name, ps)
+			allGone(t, ps)
+		}
+	}
+}
