@@ -1,8 +1,14 @@
 # lineage: build, test, demo, bench.
 #
-#   make build     build bin/lineage (no clang needed: the BPF objects are committed)
-#   make static    build bin/lineage-static: CGO_ENABLED=0, runs on any Linux
-#   make install   the static binary to $(BINDIR), the systemd unit to
+#   make build     build bin/lineage, the lean front (the client commands:
+#                  exec, roots, session, run through the daemon...), and
+#                  bin/lineage-tracker, the full binary it hands serve, doctor,
+#                  report and a standalone run to (no clang needed: the BPF
+#                  objects are committed)
+#   make static    the same pair, CGO_ENABLED=0, runs on any Linux:
+#                  bin/lineage-static and bin/lineage-static-tracker
+#   make install   both static binaries to $(BINDIR) (lineage, and
+#                  lineage-tracker beside it), the systemd unit to
 #                  $(UNITDIR), the CI runner hooks to $(HOOKDIR)
 #                  (PREFIX=/usr/local, DESTDIR honoured)
 #   make test      the full test suite, BPF included (run as root)
@@ -14,6 +20,8 @@
 
 GO ?= go
 BIN := bin/lineage
+# The front finds the tracker beside its own executable, by this name.
+TRACKER := bin/lineage-tracker
 # lineage version reads these (internal/buildinfo); a plain go build falls
 # back to the toolchain's VCS stamps.
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo devel)
@@ -28,21 +36,29 @@ BINDIR ?= $(PREFIX)/bin
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 HOOKDIR ?= $(PREFIX)/share/lineage
 STATIC ?= bin/lineage-static
+STATIC_TRACKER ?= $(STATIC)-tracker
 
 all: build
 
+# The front (-tags lean) links no BPF loader, procfs or Prometheus client,
+# and no libc either (CGO_ENABLED=0: no dynamic loader to run at every
+# start); the tracker is the whole command tree. A plain
+# `go build ./cmd/lineage` gives one complete binary, as the tracker is.
 build:
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/lineage
+	CGO_ENABLED=0 $(GO) build -tags lean -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/lineage
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(TRACKER) ./cmd/lineage
 
-# No libc at all: the binary runs on any distribution (user names are
+# No libc at all: the binaries run on any distribution (user names are
 # looked up in /etc/passwd and /etc/group, not through NSS).
 static:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(STATIC) ./cmd/lineage
+	CGO_ENABLED=0 $(GO) build -trimpath -tags lean -ldflags '$(LDFLAGS)' -o $(STATIC) ./cmd/lineage
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(STATIC_TRACKER) ./cmd/lineage
 
-# The unit's ExecStart names the binary where it is installed.
+# The unit's ExecStart names the tracker where it is installed.
 install: static
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR)
 	install -m 0755 $(STATIC) $(DESTDIR)$(BINDIR)/lineage
+	install -m 0755 $(STATIC_TRACKER) $(DESTDIR)$(BINDIR)/lineage-tracker
 	sed 's|/usr/local/bin/lineage|$(BINDIR)/lineage|' deploy/systemd/lineage.service > $(DESTDIR)$(UNITDIR)/lineage.service.tmp
 	chmod 0644 $(DESTDIR)$(UNITDIR)/lineage.service.tmp
 	mv $(DESTDIR)$(UNITDIR)/lineage.service.tmp $(DESTDIR)$(UNITDIR)/lineage.service

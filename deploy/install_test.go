@@ -19,6 +19,7 @@ func makeInstall(t *testing.T, vars ...string) string {
 	mk := testutil.LookTool(t, "make")
 	dest := t.TempDir()
 	args := append([]string{"-C", "..", "install", "DESTDIR=" + dest, "STATIC=" + filepath.Join(t.TempDir(), "lineage")}, vars...)
+	// STATIC_TRACKER follows STATIC: out of the work tree too.
 	out, err := exec.Command(mk, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("make %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -26,25 +27,38 @@ func makeInstall(t *testing.T, vars ...string) string {
 	return dest
 }
 
-// make install puts a static binary that runs, the unit, pointing at that
-// binary, and the runner hooks under DESTDIR.
+// make install puts two static binaries that run (the lean front and the
+// tracker beside it), the unit, pointing at the tracker, and the runner
+// hooks under DESTDIR.
 func TestMakeInstall(t *testing.T) {
 	dest := makeInstall(t)
-	bin := filepath.Join(dest, "usr/local/bin/lineage")
-	checkMode(t, bin, 0o755)
-	checkStatic(t, bin)
-	// It runs, and make stamped it with the commit it was built from.
 	commit, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
 	if err != nil {
 		t.Fatalf("git rev-parse: %v", err)
 	}
-	if out, err := exec.Command(bin, "version").CombinedOutput(); err != nil || !strings.Contains(string(out), strings.TrimSpace(string(commit))) {
-		t.Errorf("the installed binary's version does not name commit %s: %v\n%s", commit, err, out)
+	front := filepath.Join(dest, "usr/local/bin/lineage")
+	for _, bin := range []string{front, filepath.Join(dest, "usr/local/bin/lineage-tracker")} {
+		checkMode(t, bin, 0o755)
+		checkStatic(t, bin)
+		// It runs, and make stamped it with the commit it was built from.
+		if out, err := exec.Command(bin, "version").CombinedOutput(); err != nil || !strings.Contains(string(out), strings.TrimSpace(string(commit))) {
+			t.Errorf("%s's version does not name commit %s: %v\n%s", bin, commit, err, out)
+		}
+	}
+	// The front is the lean build: it hands doctor to the tracker beside
+	// it, whose help it prints.
+	if out, err := exec.Command(front, "doctor", "--help").CombinedOutput(); err != nil || !strings.Contains(string(out), "doctor checks") {
+		t.Errorf("lineage doctor --help through the front: %v\n%s", err, out)
+	}
+	if self, err := os.ReadFile(front); err == nil {
+		if strings.Contains(string(self), "github.com/cilium/ebpf") {
+			t.Errorf("the installed front links cilium/ebpf: it is not the lean build")
+		}
 	}
 	unit := filepath.Join(dest, "usr/local/lib/systemd/system/lineage.service")
 	checkMode(t, unit, 0o644)
-	if got := execStart(t, unit); !strings.HasPrefix(got, "/usr/local/bin/lineage serve ") {
-		t.Errorf("installed unit: ExecStart=%s, want /usr/local/bin/lineage serve ...", got)
+	if got := execStart(t, unit); !strings.HasPrefix(got, "/usr/local/bin/lineage-tracker serve ") {
+		t.Errorf("installed unit: ExecStart=%s, want /usr/local/bin/lineage-tracker serve ...", got)
 	}
 	hooks := filepath.Join(dest, "usr/local/share/lineage/github-actions")
 	checkMode(t, filepath.Join(hooks, "job-started.sh"), 0o755)
@@ -56,8 +70,9 @@ func TestMakeInstall(t *testing.T) {
 func TestMakeInstallPrefix(t *testing.T) {
 	dest := makeInstall(t, "PREFIX=/opt/lineage")
 	checkMode(t, filepath.Join(dest, "opt/lineage/bin/lineage"), 0o755)
+	checkMode(t, filepath.Join(dest, "opt/lineage/bin/lineage-tracker"), 0o755)
 	unit := filepath.Join(dest, "opt/lineage/lib/systemd/system/lineage.service")
-	if got := execStart(t, unit); !strings.HasPrefix(got, "/opt/lineage/bin/lineage serve ") {
+	if got := execStart(t, unit); !strings.HasPrefix(got, "/opt/lineage/bin/lineage-tracker serve ") {
 		t.Errorf("PREFIX=/opt/lineage: ExecStart=%s", got)
 	}
 }

@@ -23,7 +23,7 @@ func verifyUnit(t *testing.T, unit []byte) (string, bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := strings.Replace(string(unit), "ExecStart=/usr/local/bin/lineage ", "ExecStart="+self+" ", 1)
+	text := strings.Replace(string(unit), "ExecStart=/usr/local/bin/lineage-tracker ", "ExecStart="+self+" ", 1)
 	path := filepath.Join(t.TempDir(), "lineage.service")
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
@@ -59,7 +59,7 @@ func TestSystemdUnitVerifies(t *testing.T) {
 		"Restart":          "on-failure",
 		"RuntimeDirectory": "lineage",
 		"StateDirectory":   "lineage",
-		"ExecStart":        "/usr/local/bin/lineage serve --socket /run/lineage/lineage.sock --state-dir /var/lib/lineage",
+		"ExecStart":        "/usr/local/bin/lineage-tracker serve --socket /run/lineage/lineage.sock --state-dir /var/lib/lineage",
 	} {
 		if settings[k] != want {
 			t.Errorf("%s=%s, want %s", k, settings[k], want)
