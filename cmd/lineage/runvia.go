@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -102,11 +103,19 @@ func ownIdentity() (lineage.Identity, error) {
 	return p.Identity(os.Getpid())
 }
 
-// holder is lineage's own hidden held command.
+// holder is lineage's own hidden held command: the lean front's, when
+// this is lineage-tracker and the front is beside it (it starts faster and
+// smaller, and the held root runs it before it becomes the command).
 func (o *runOptions) holder() job.Holder {
 	path, err := os.Executable()
 	if err != nil {
-		path = "/proc/self/exe"
+		return job.Holder{Path: "/proc/self/exe", Args: []string{heldCommand}}
+	}
+	if filepath.Base(path) == trackerBinary {
+		front := filepath.Join(filepath.Dir(path), "lineage")
+		if fi, err := os.Stat(front); err == nil && fi.Mode().IsRegular() {
+			path = front
+		}
 	}
 	return job.Holder{Path: path, Args: []string{heldCommand}}
 }
