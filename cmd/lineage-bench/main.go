@@ -50,18 +50,18 @@ func main() {
 	baseline := flag.String("reap-baseline", "", "another lineage binary (an older build) whose bpf reap latency is measured in the same rounds")
 	flag.Parse()
 	if *only == "serve" {
-		fmt.Printf("## lineage benchmarks\n\n%s\n\n", machine())
+		fmt.Printf("## lineage benchmarks\n\n%s\n\n%s\n\n", machine(), binaries(*lineageBin))
 		benchServe(*lineageBin, *sb)
 		return
 	}
 	if *only == "daemon" {
-		fmt.Printf("## lineage benchmarks\n\n%s\n\n", machine())
+		fmt.Printf("## lineage benchmarks\n\n%s\n\n%s\n\n", machine(), binaries(*lineageBin))
 		benchDaemon(*lineageBin, *runs, *rounds, *guardRuns)
 		return
 	}
 	reapCols := reapColumns(*lineageBin, *baseline, strings.Split(*backends, ","))
 	if *only == "reap" {
-		fmt.Printf("## lineage benchmarks\n\n%s\n\n", machine())
+		fmt.Printf("## lineage benchmarks\n\n%s\n\n%s\n\n", machine(), binaries(*lineageBin))
 		benchReap(reapCols, *reapRounds)
 		return
 	}
@@ -76,7 +76,7 @@ func main() {
 		fail(err)
 	}
 
-	fmt.Printf("## lineage benchmarks\n\n%s\n\n", machine())
+	fmt.Printf("## lineage benchmarks\n\n%s\n\n%s\n\n", machine(), binaries(*lineageBin))
 	if *recordOnly {
 		rates, err := measureRecordRates(*lineageBin, spawner, *rounds, *forks, *execs)
 		if err != nil {
@@ -155,6 +155,18 @@ func buildSpawner(dir string) (string, error) {
 		return "", fmt.Errorf("build the spawner with %s: %v: %s", cc, err, out)
 	}
 	return bin, nil
+}
+
+// binaries says what -lineage is: the lean front with lineage-tracker
+// beside it (make build: the front hands serve and a standalone run to
+// the tracker, and times exec and run through the daemon itself), or one
+// complete binary.
+func binaries(lineageBin string) string {
+	tracker := filepath.Join(filepath.Dir(lineageBin), "lineage-tracker")
+	if _, err := os.Stat(tracker); err == nil {
+		return fmt.Sprintf("Binaries: %s, the lean front, with %s beside it.", lineageBin, tracker)
+	}
+	return fmt.Sprintf("Binaries: %s, one complete binary (no lineage-tracker beside it).", lineageBin)
 }
 
 // machine describes where the figures were measured.
