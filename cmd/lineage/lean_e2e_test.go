@@ -117,6 +117,49 @@ func TestLeanFront(t *testing.T) {
 	t.Run("help", func(t *testing.T) { testLeanFrontHelp(t, front, tracker) })
 	t.Run("no tracker", func(t *testing.T) { testLeanFrontWithoutTracker(t, front) })
 	t.Run("daemon", func(t *testing.T) { testLeanFrontDrivesTheDaemon(t, front, tracker) })
+	t.Run("setcap", func(t *testing.T) { testLeanFrontSetcap(t, front, tracker) })
+}
+
+// A setcap install puts the capabilities on lineage-tracker alone: the
+// front, run by uid 65534, hands run to it by execve, where they apply.
+func testLeanFrontSetcap(t *testing.T, front, tracker string) {
+	requireBackend(t, loader.BackendBPF)
+	setcap := testutil.LookTool(t, "setcap")
+	setpriv := testutil.LookTool(t, "setpriv")
+	dir, err := os.MkdirTemp("", "lineage-lean-setcap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	installed := filepath.Join(dir, "lineage")
+	copyFile(t, front, installed)
+	copyFile(t, tracker, filepath.Join(dir, trackerBinary))
+	if out, err := exec.Command(setcap, "cap_bpf,cap_perfmon,cap_kill+ep", filepath.Join(dir, trackerBinary)).CombinedOutput(); err != nil {
+		t.Fatalf("setcap: %v\n%s", err, out)
+	}
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	cmd := exec.Command(setpriv, "--reuid", "65534", "--regid", "65534", "--clear-groups", "--", installed,
+		"run", "--standalone", "--grace", "1s", "--", "sh", "-c", "setsid sleep "+testutil.Sleep(mark)+" </dev/null >/dev/null 2>&1 & exit 6")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), noDaemonEnv)
+	stderr, read := stderrFile(t)
+	cmd.Stderr = stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 6 {
+		t.Errorf("lineage run as uid 65534: %v, want the job's exit 6; stderr:\n%s", err, read())
+	}
+	if !strings.Contains(read(), "(backend bpf)") {
+		t.Errorf("the tracker's capabilities did not apply through the front's execve:\n%s", read())
+	}
+	if ps := sleepers(mark); len(ps) != 0 {
+		t.Errorf("leftovers outlived lineage run: %v", ps)
+		allGone(t, ps)
+	}
 }
 
 // Without lineage-tracker beside it, the front still runs its own
