@@ -1,8 +1,8 @@
-// Package procstat reads /proc/PID/stat and nothing else: one open, one
-// read, parsed by [lineage.ParseStat]. It imports no /proc
-// library, so the lean front binary (`lineage exec`, `lineage run` through
-// the daemon) can name its own identity without linking one. Its functions
-// are safe for concurrent use.
+// Package procstat reads a process's stat and command line from /proc with
+// plain file reads, the stat parsed by [lineage.ParseStat]. It imports no
+// /proc library, so the lean front binary (`lineage exec`, `lineage why`)
+// can name its own identity and read a process chain without linking one;
+// package proc uses it too. Its functions are safe for concurrent use.
 package procstat
 
 import (
@@ -37,8 +37,8 @@ func Self() (lineage.Identity, error) {
 	return st.Identity, nil
 }
 
-// Check returns nil when id names a live process: its pid is alive, not a
-// zombie, and started exactly when id says. It wraps
+// Check returns nil when st, the stat just read for id's pid, shows id
+// alive: not a zombie, and started exactly when id says. It wraps
 // [lineage.ErrNoProcess] or [lineage.ErrIdentityMismatch] otherwise.
 func Check(st lineage.Stat, id lineage.Identity) error {
 	if st.StartTicks != id.StartTicks {
