@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
@@ -21,34 +22,53 @@ func (s *Server) trackedSession(p Peer) (string, error) {
 }
 
 // trackedSessionOf returns the session of the lineage id belongs to, or "".
+// The roots' members are listed concurrently (see listAll).
 func (s *Server) trackedSessionOf(id lineage.Identity) (string, error) {
-	type entry struct {
-		sess string
-		job  *job.Job
-	}
-	var jobs []entry
+	var (
+		sessions []string
+		jobs     []*job.Job
+	)
 	s.mu.Lock()
 	for sid, se := range s.sessions {
 		for _, r := range se.roots {
-			jobs = append(jobs, entry{sid, r.job})
+			if r.job.Root() == id {
+				s.mu.Unlock()
+				return sid, nil
+			}
+			sessions, jobs = append(sessions, sid), append(jobs, r.job)
 		}
 	}
 	s.mu.Unlock()
-	for _, e := range jobs {
-		if e.job.Root() == id {
-			return e.sess, nil
-		}
-		ms, err := e.job.Members()
-		if err != nil {
-			continue
-		}
+	for i, ms := range listAll(jobs) {
 		for _, m := range ms {
 			if m.Identity == id {
-				return e.sess, nil
+				return sessions[i], nil
 			}
 		}
 	}
 	return "", nil
+}
+
+// parallelLists bounds how many roots' members listAll lists at once.
+const parallelLists = 64
+
+// listAll returns the live members of each of jobs, listed concurrently:
+// with the bpf backend, listings made at once share one pass over the
+// membership map, where one after the other each would read all of it. A
+// job whose members can't be read has none.
+func listAll(jobs []*job.Job) [][]lineage.Member {
+	out := make([][]lineage.Member, len(jobs))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, parallelLists)
+	for i, j := range jobs {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			out[i], _ = j.Members()
+		})
+	}
+	wg.Wait()
+	return out
 }
 
 // mayChange refuses a caller that is itself a tracked process: a job may
