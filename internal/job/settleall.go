@@ -85,6 +85,14 @@ type eachLister interface {
 	MembersOfEach(roots []lineage.Identity) (map[lineage.Identity][]lineage.Member, error)
 }
 
+// MembersOfEach returns the live members of each of roots, as
+// [Job.Members] lists one root's: in one pass over the membership where
+// the backend can make one (bpf: one read of the map; proc: one scan),
+// else root by root. A root with no live member may have no entry.
+func (t *Tracker) MembersOfEach(roots []lineage.Identity) (map[lineage.Identity][]lineage.Member, error) {
+	return t.membersOfEach(roots)
+}
+
 // membersOfEach lists the live members of each of roots: in one pass
 // where the backend can make one, else root by root.
 func (t *Tracker) membersOfEach(roots []lineage.Identity) (map[lineage.Identity][]lineage.Member, error) {

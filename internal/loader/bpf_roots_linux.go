@@ -186,8 +186,15 @@ func (b *BPF) Members(root lineage.Identity) ([]lineage.Member, error) {
 // the membership map: the listing a reap of many roots at once works
 // from. A root with no live member has no entry.
 func (b *BPF) MembersOfEach(roots []lineage.Identity) (map[lineage.Identity][]lineage.Member, error) {
+	misses, err := b.forkMisses()
+	if err != nil {
+		return nil, err
+	}
 	for _, root := range roots {
-		if err := b.adoptMissed(root); err != nil {
+		if misses == 0 {
+			break
+		}
+		if err := b.adoptMissedOf(root); err != nil {
 			return nil, err
 		}
 	}

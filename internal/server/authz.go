@@ -2,9 +2,9 @@ package server
 
 import (
 	"fmt"
-	"sync"
+	"maps"
+	"slices"
 
-	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
@@ -22,53 +22,33 @@ func (s *Server) trackedSession(p Peer) (string, error) {
 }
 
 // trackedSessionOf returns the session of the lineage id belongs to, or "".
-// The roots' members are listed concurrently (see listAll).
+// Every root's members are listed at once (one pass over the bpf
+// membership map, where a listing per root would read it all each time).
 func (s *Server) trackedSessionOf(id lineage.Identity) (string, error) {
-	var (
-		sessions []string
-		jobs     []*job.Job
-	)
+	session := map[lineage.Identity]string{}
 	s.mu.Lock()
 	for sid, se := range s.sessions {
-		for _, r := range se.roots {
-			if r.job.Root() == id {
-				s.mu.Unlock()
-				return sid, nil
-			}
-			sessions, jobs = append(sessions, sid), append(jobs, r.job)
+		for rid := range se.roots {
+			session[rid] = sid
 		}
 	}
 	s.mu.Unlock()
-	for i, ms := range listAll(jobs) {
+	if sid, ok := session[id]; ok {
+		return sid, nil
+	}
+	all, err := s.tracker.MembersOfEach(slices.Collect(maps.Keys(session)))
+	if err != nil {
+		// It can't be shown not to be a member.
+		return "", forbidden("can't tell whether %s is tracked: %v", id, err)
+	}
+	for root, ms := range all {
 		for _, m := range ms {
 			if m.Identity == id {
-				return sessions[i], nil
+				return session[root], nil
 			}
 		}
 	}
 	return "", nil
-}
-
-// parallelLists bounds how many roots' members listAll lists at once.
-const parallelLists = 64
-
-// listAll returns the live members of each of jobs, listed concurrently:
-// with the bpf backend, listings made at once share one pass over the
-// membership map, where one after the other each would read all of it. A
-// job whose members can't be read has none.
-func listAll(jobs []*job.Job) [][]lineage.Member {
-	out := make([][]lineage.Member, len(jobs))
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, parallelLists)
-	for i, j := range jobs {
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			out[i], _ = j.Members()
-		})
-	}
-	wg.Wait()
-	return out
 }
 
 // mayChange refuses a caller that is itself a tracked process: a job may
