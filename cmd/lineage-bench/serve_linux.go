@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,8 +37,11 @@ type serveDaemon struct {
 }
 
 // startBenchDaemon starts a daemon that keeps its state under $TMPDIR,
-// or none when stateless.
-func startBenchDaemon(lineageBin string, stateless bool) (*serveDaemon, error) {
+// or none when stateless. Its tracker is not pinned, so that two daemons
+// (a baseline's beside lineage's) can run at once and none outlives the
+// benchmark; when cpuProfile is set, the daemon writes its CPU profile
+// there (LINEAGE_CPUPROFILE, in its environment alone).
+func startBenchDaemon(lineageBin string, stateless bool, cpuProfile string) (*serveDaemon, error) {
 	dir, err := os.MkdirTemp("", "lineage-bench-serve")
 	if err != nil {
 		return nil, err
@@ -47,7 +51,10 @@ func startBenchDaemon(lineageBin string, stateless bool) (*serveDaemon, error) {
 	if stateless {
 		state = ""
 	}
-	d.cmd = exec.Command(lineageBin, "serve", "--backend", "bpf", "--socket", d.sock, "--state-dir", state)
+	d.cmd = exec.Command(lineageBin, "serve", "--backend", "bpf", "--socket", d.sock, "--state-dir", state, "--pin-dir", "none")
+	if cpuProfile != "" {
+		d.cmd.Env = append(os.Environ(), "LINEAGE_CPUPROFILE="+cpuProfile)
+	}
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := d.cmd.Start(); err != nil {
 		os.RemoveAll(dir)
@@ -254,58 +261,6 @@ func reapZombies(live []server.Outcome) {
 	}
 }
 
-// measureClose times a session close of roots roots with each leftovers
-// each (setsid sleepers that obey SIGTERM, started through `lineage
-// exec`), interleaved with the pidfd floor for roots×each.
-func measureClose(d *serveDaemon, rounds, roots, each int) (map[string][]float64, error) {
-	if err := becomeSubreaper(); err != nil {
-		return nil, err
-	}
-	out := make(map[string][]float64)
-	for r := 0; r < rounds; r++ {
-		floor, err := killFloor(roots * each)
-		if err != nil {
-			return nil, fmt.Errorf("floor: %w", err)
-		}
-		out["floor"] = append(out["floor"], float64(floor))
-		session := fmt.Sprintf("bench-close-%d", r)
-		for i := 0; i < roots; i++ {
-			if msg, err := d.lineageExec(session, "sh", "-c", leftovers(each)).CombinedOutput(); err != nil {
-				return nil, fmt.Errorf("exec: %v: %s", err, msg)
-			}
-		}
-		live, err := d.waitMembers(session, roots*each)
-		if err != nil {
-			return nil, err
-		}
-		var end server.Ended
-		start := time.Now()
-		err = d.do("POST", "/v1/sessions/"+session+"/close", nil, &end)
-		took := time.Since(start)
-		reapZombies(live)
-		if err != nil {
-			return nil, err
-		}
-		if ended := countEnded(end); ended < roots*each {
-			return nil, fmt.Errorf("close ended %d of %d leftovers", ended, roots*each)
-		}
-		out["close"] = append(out["close"], float64(took))
-	}
-	return out, nil
-}
-
-func countEnded(end server.Ended) int {
-	n := 0
-	for _, r := range end.Roots {
-		for _, o := range r.Outcomes {
-			if o.Result == "terminated" || o.Result == "killed" || o.Result == "exited" {
-				n++
-			}
-		}
-	}
-	return n
-}
-
 // measureRSS reads the daemon's RSS idle, then with members processes
 // tracked in one session (one root's sleepers), and closes that session.
 func measureRSS(d *serveDaemon, members int) (idle, busy int64, err error) {
@@ -337,6 +292,14 @@ func measureRSS(d *serveDaemon, members int) (idle, busy int64, err error) {
 // serveBench sizes the sidecar's benchmarks.
 type serveBench struct {
 	rounds, execRuns, adopt, closeRoots, closeEach, rssMembers int
+	// figures names the figures measured (rss, exec, adopt, close).
+	figures string
+	// baseline, if set, is another lineage binary (an older build) whose
+	// daemon's close is measured in the same rounds.
+	baseline string
+	// cpuProfile, if set, is where the daemon (not the baseline's) writes
+	// its CPU profile.
+	cpuProfile string
 }
 
 // serveFlags declares the flags that size the sidecar's benchmarks.
@@ -348,31 +311,50 @@ func serveFlags() *serveBench {
 	flag.IntVar(&sb.closeRoots, "close-roots", 100, "roots of the session closed")
 	flag.IntVar(&sb.closeEach, "close-each", 10, "leftovers of each root of the session closed")
 	flag.IntVar(&sb.rssMembers, "rss-members", 10000, "members tracked when the daemon's RSS is read")
+	flag.StringVar(&sb.figures, "serve-figures", "rss,exec,adopt,close", "the sidecar's figures to measure, comma-separated")
+	flag.StringVar(&sb.baseline, "serve-baseline", "", "another lineage binary (an older build) whose daemon's session close is measured in the same rounds")
+	flag.StringVar(&sb.cpuProfile, "serve-cpuprofile", "", "write the daemon's CPU profile here (LINEAGE_CPUPROFILE)")
 	return &sb
 }
 
-// benchServe runs the sidecar's benchmarks against one daemon and prints
-// their tables.
+func (b serveBench) wants(figure string) bool {
+	return slices.Contains(strings.Split(b.figures, ","), figure)
+}
+
+// benchServe runs the sidecar's benchmarks against one daemon (and the
+// baseline's, for the close) and prints their tables.
 func benchServe(lineageBin string, b serveBench) {
 	load := loadAverage()
-	d, err := startBenchDaemon(lineageBin, false)
+	d, err := startBenchDaemon(lineageBin, false, b.cpuProfile)
 	if err != nil {
 		fail(err)
 	}
-	res, err := b.measure(d)
+	var base *serveDaemon
+	if b.baseline != "" && b.wants("close") {
+		if base, err = startBenchDaemon(b.baseline, false, ""); err != nil {
+			d.stop()
+			fail(fmt.Errorf("baseline: %w", err))
+		}
+	}
+	res, err := b.measure(d, base)
 	d.stop()
+	if base != nil {
+		base.stop()
+	}
 	if err != nil {
 		fail(err)
 	}
-	// The same exec against a daemon that keeps no state: what the state
-	// file's write (and its fsyncs) costs each registration.
-	if d, err = startBenchDaemon(lineageBin, true); err != nil {
-		fail(err)
-	}
-	res.stateless, err = measureExecWall(d, b.rounds, b.execRuns)
-	d.stop()
-	if err != nil {
-		fail(fmt.Errorf("exec, no state: %w", err))
+	if b.wants("exec") {
+		// The same exec against a daemon that keeps no state: what the
+		// state file's write (and its fsyncs) costs each registration.
+		if d, err = startBenchDaemon(lineageBin, true, ""); err != nil {
+			fail(err)
+		}
+		res.stateless, err = measureExecWall(d, b.rounds, b.execRuns)
+		d.stop()
+		if err != nil {
+			fail(fmt.Errorf("exec, no state: %w", err))
+		}
 	}
 	res.print(b, load)
 }
@@ -385,19 +367,31 @@ type serveResults struct {
 	closes     map[string][]float64
 }
 
-func (b serveBench) measure(d *serveDaemon) (r serveResults, err error) {
+func (b serveBench) measure(d, base *serveDaemon) (r serveResults, err error) {
 	time.Sleep(2 * time.Second)
-	if r.idle, r.busy, err = measureRSS(d, b.rssMembers); err != nil {
-		return r, fmt.Errorf("rss: %w", err)
+	if b.wants("rss") {
+		if r.idle, r.busy, err = measureRSS(d, b.rssMembers); err != nil {
+			return r, fmt.Errorf("rss: %w", err)
+		}
 	}
-	if r.walls, err = measureExecWall(d, b.rounds, b.execRuns); err != nil {
-		return r, fmt.Errorf("exec: %w", err)
+	if b.wants("exec") {
+		if r.walls, err = measureExecWall(d, b.rounds, b.execRuns); err != nil {
+			return r, fmt.Errorf("exec: %w", err)
+		}
 	}
-	if r.adopt, err = measureAdopt(d, b.rounds, b.adopt); err != nil {
-		return r, fmt.Errorf("adopt: %w", err)
+	if b.wants("adopt") {
+		if r.adopt, err = measureAdopt(d, b.rounds, b.adopt); err != nil {
+			return r, fmt.Errorf("adopt: %w", err)
+		}
 	}
-	if r.closes, err = measureClose(d, b.rounds, b.closeRoots, b.closeEach); err != nil {
-		return r, fmt.Errorf("close: %w", err)
+	if b.wants("close") {
+		daemons := map[string]*serveDaemon{"close": d}
+		if base != nil {
+			daemons["baseline"] = base
+		}
+		if r.closes, err = measureClose(daemons, b.rounds, b.closeRoots, b.closeEach); err != nil {
+			return r, fmt.Errorf("close: %w", err)
+		}
 	}
 	return r, nil
 }
@@ -408,16 +402,27 @@ func (r serveResults) print(b serveBench, load string) {
 	fmt.Printf("Load average at the start: %s.\n\n", load)
 	fmt.Println("| figure | lineage | baseline | target |")
 	fmt.Println("|---|---|---|---|")
-	base := median(walls["true"])
-	ex := median(walls["lineage exec -- true"])
-	fmt.Printf("| `lineage exec -- true`, over `true` | +%s (%s) | `true`: %s | ≤ +5 ms |\n", ms(ex-base), ms(ex), ms(base))
-	base, ex = median(r.stateless["true"]), median(r.stateless["lineage exec -- true"])
-	fmt.Printf("| the same, daemon without a state directory | +%s (%s) | `true`: %s | |\n", ms(ex-base), ms(ex), ms(base))
-	fmt.Printf("| register a running process with %d descendants (`POST /v1/roots`, adoption included) | %s | | |\n", b.adopt, ms(median(adopt)))
-	floor, cl := median(closes["floor"]), median(closes["close"])
-	fmt.Printf("| close a session of %d roots × %d leftovers | %s (%.2f×) | pidfd floor for %d: %s | ≤ 2× |\n", b.closeRoots, b.closeEach, ms(cl), cl/floor, b.closeRoots*b.closeEach, ms(floor))
-	fmt.Printf("| daemon RSS, idle | %.1f MiB | | |\n", float64(idle)/(1<<20))
-	per := float64(busy-idle) / float64(b.rssMembers) * 10000
-	fmt.Printf("| daemon RSS with %d members | %.1f MiB (+%.1f MiB per 10,000) | | |\n", b.rssMembers, float64(busy)/(1<<20), per/(1<<20))
+	if b.wants("exec") {
+		base := median(walls["true"])
+		ex := median(walls["lineage exec -- true"])
+		fmt.Printf("| `lineage exec -- true`, over `true` | +%s (%s) | `true`: %s | ≤ +5 ms |\n", ms(ex-base), ms(ex), ms(base))
+		base, ex = median(r.stateless["true"]), median(r.stateless["lineage exec -- true"])
+		fmt.Printf("| the same, daemon without a state directory | +%s (%s) | `true`: %s | |\n", ms(ex-base), ms(ex), ms(base))
+	}
+	if b.wants("adopt") {
+		fmt.Printf("| register a running process with %d descendants (`POST /v1/roots`, adoption included) | %s | | |\n", b.adopt, ms(median(adopt)))
+	}
+	if b.wants("close") {
+		floor, cl := median(closes["floor"]), median(closes["close"])
+		fmt.Printf("| close a session of %d roots × %d leftovers | %s (%.2f×) | pidfd floor for %d: %s | ≤ 2× |\n", b.closeRoots, b.closeEach, ms(cl), cl/floor, b.closeRoots*b.closeEach, ms(floor))
+		if bl, ok := closes["baseline"]; ok {
+			fmt.Printf("| the same, baseline binary (`-serve-baseline`) | %s (%.2f×) | | |\n", ms(median(bl)), median(bl)/floor)
+		}
+	}
+	if b.wants("rss") {
+		fmt.Printf("| daemon RSS, idle | %.1f MiB | | |\n", float64(idle)/(1<<20))
+		per := float64(busy-idle) / float64(b.rssMembers) * 10000
+		fmt.Printf("| daemon RSS with %d members | %.1f MiB (+%.1f MiB per 10,000) | | |\n", b.rssMembers, float64(busy)/(1<<20), per/(1<<20))
+	}
 	fmt.Println()
 }

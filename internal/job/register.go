@@ -2,15 +2,12 @@ package job
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/buildinfo"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
-	"github.com/lineage-dev/lineage/internal/reap"
 )
 
 // RegisterOptions describe a running process registered as a root.
@@ -82,61 +79,7 @@ type SettleOptions struct {
 // decision: unlike [Job.Reap], it may be called many times (every turn end
 // of a session). It is safe to call from one goroutine at a time per job.
 func (j *Job) Settle(ctx context.Context, opts SettleOptions) *Report {
-	t := j.t
-	keep := append(append(policy.KeepRules{}, j.keep...), opts.Keep...)
-	in := opts.Input
-	in.Kept = in.Kept || keep.KeepsRoot(j.root)
-	d := policy.Decide(in)
-	rep := &Report{Version: ReportVersion, Command: j.rep.Command, Root: j.root, Backend: t.choice, Started: j.started}
-	rep.decided(d, in.Reaping)
-	b := buildinfo.Get()
-	rep.Build = &b
-	if d.Action != policy.Reap {
-		ms, err := t.backend.Members(j.root)
-		if err != nil {
-			rep.Warnings = append(rep.Warnings, "list leftovers: "+err.Error())
-		}
-		rep.addLeftovers(ms, t.tree, t.proc)
-		return rep
-	}
-	base := refuser(t.caller, j.root, t.proc)
-	refuse := func(m lineage.Member, st lineage.Stat) (string, bool) {
-		if why, no := base(m, st); no {
-			return why, no
-		}
-		if opts.Refuse != nil {
-			return opts.Refuse(m, st)
-		}
-		return "", false
-	}
-	var keeper func(lineage.Member) (bool, string)
-	if len(keep) > 0 {
-		keeper = newKeepTally(keep, t.tree, t.proc).keep
-	}
-	// Before anything is contained: what the rules spare, the kernel
-	// must spare too.
-	j.markSpared(keeper, refuse)
-	r, err := reap.Reap(ctx, j.source(), reap.Options{
-		Linger:  opts.Reap.Linger,
-		Grace:   opts.Reap.Grace,
-		Timeout: opts.Reap.Timeout,
-		Contain: func() (lineage.Containment, error) { return t.backend.Contain(j.root) },
-		Keep:    keeper,
-		Refuse:  refuse,
-	})
-	rep.Reap = &r
-	rep.ReapTimedOut = errors.Is(err, reap.ErrTimeout)
-	if err != nil {
-		rep.Warnings = append(rep.Warnings, "reap: "+err.Error())
-	}
-	// What the reap spared lives on, and may fork again.
-	if u, ok := t.backend.(interface{ Uncontain(lineage.Identity) error }); ok {
-		if err := u.Uncontain(j.root); err != nil && !errors.Is(err, loader.ErrNotRoot) {
-			rep.Warnings = append(rep.Warnings, "uncontain: "+err.Error())
-		}
-	}
-	rep.fill(t.tree)
-	return rep
+	return SettleAll(ctx, []*Job{j}, opts)[0]
 }
 
 // Members returns the live members of the job's lineage as the backend

@@ -33,6 +33,11 @@ func (j *Job) markSpared(keep func(lineage.Member) (bool, string), refuse func(l
 		j.t.note("lineage: spare in the kernel: %v\n", err)
 		return
 	}
+	j.markSparedAmong(ms, keep, refuse)
+}
+
+// markSparedAmong is markSpared with the lineage's members listed.
+func (j *Job) markSparedAmong(ms []lineage.Member, keep func(lineage.Member) (bool, string), refuse func(lineage.Member, lineage.Stat) (string, bool)) {
 	// The lean reader: with thousands of members, procfs's parse of every
 	// field was most of the time between the job's exit and the first
 	// signal.

@@ -123,6 +123,9 @@ type BPF struct {
 	// space; the kernel side needs no lock.
 	mapMu   sync.Mutex
 	closeMu sync.Once
+	// sweeps shares passes over the members map between concurrent
+	// listings.
+	sweeps sweeps[[]memberEntry]
 	// undecodable counts ring-buffer records Run could not decode.
 	undecodable atomic.Uint64
 }

@@ -40,6 +40,12 @@ func (b *BPF) adoptMissed(root lineage.Identity) error {
 	if err != nil || misses == 0 {
 		return err
 	}
+	return b.adoptMissedOf(root)
+}
+
+// adoptMissedOf is adoptMissed once the fork hook is known to have
+// skipped runs.
+func (b *BPF) adoptMissedOf(root lineage.Identity) error {
 	b.mapMu.Lock()
 	defer b.mapMu.Unlock()
 	isMember := func(id lineage.Identity) bool {
@@ -47,7 +53,7 @@ func (b *BPF) adoptMissed(root lineage.Identity) error {
 		return b.objs.Members.Lookup(id.PID, &m) == nil && m.Start == id.StartTicks &&
 			m.RootPid == root.PID && m.RootStart == root.StartTicks
 	}
-	_, err = b.proc.Adopt(root, isMember, func(child lineage.Stat, parent lineage.Identity) error {
+	_, err := b.proc.Adopt(root, isMember, func(child lineage.Stat, parent lineage.Identity) error {
 		cm := lineageMember{
 			Start:       child.StartTicks,
 			ParentPid:   parent.PID,

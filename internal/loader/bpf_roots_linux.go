@@ -175,20 +175,43 @@ func (b *BPF) isMemberLocked(id lineage.Identity) bool {
 // their process is gone. Where the kernel skipped runs of the fork hook,
 // what it missed is adopted from /proc first (see adoptMissed).
 func (b *BPF) Members(root lineage.Identity) ([]lineage.Member, error) {
-	if err := b.adoptMissed(root); err != nil {
-		return nil, fmt.Errorf("read members of %s: %w", root, err)
-	}
-	entries, err := b.memberEntries()
+	all, err := b.MembersOfEach([]lineage.Identity{root})
 	if err != nil {
 		return nil, fmt.Errorf("read members of %s: %w", root, err)
 	}
-	var (
-		out   []lineage.Member
-		stale []lineage.Identity
-	)
+	return all[root], nil
+}
+
+// MembersOfEach is [BPF.Members] for each of roots, from one pass over
+// the membership map: the listing a reap of many roots at once works
+// from. A root with no live member has no entry.
+func (b *BPF) MembersOfEach(roots []lineage.Identity) (map[lineage.Identity][]lineage.Member, error) {
+	misses, err := b.forkMisses()
+	if err != nil {
+		return nil, err
+	}
+	for _, root := range roots {
+		if misses == 0 {
+			break
+		}
+		if err := b.adoptMissedOf(root); err != nil {
+			return nil, err
+		}
+	}
+	entries, err := b.memberEntries()
+	if err != nil {
+		return nil, err
+	}
+	want := make(map[lineage.Identity]bool, len(roots))
+	for _, r := range roots {
+		want[r] = true
+	}
+	out := make(map[lineage.Identity][]lineage.Member, len(roots))
+	var stale []lineage.Identity
 	for _, e := range entries {
 		m := &e.m
-		if m.RootPid != root.PID || m.RootStart != root.StartTicks {
+		root := lineage.Identity{PID: m.RootPid, StartTicks: m.RootStart}
+		if !want[root] {
 			continue
 		}
 		id := lineage.Identity{PID: e.pid, StartTicks: m.Start}
@@ -198,7 +221,7 @@ func (b *BPF) Members(root lineage.Identity) ([]lineage.Member, error) {
 				continue
 			}
 		}
-		out = append(out, lineage.Member{
+		out[root] = append(out[root], lineage.Member{
 			Identity:  id,
 			Parent:    lineage.Identity{PID: m.ParentPid, StartTicks: m.ParentStart},
 			Root:      root,

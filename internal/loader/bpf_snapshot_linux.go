@@ -17,18 +17,18 @@ func (b *BPF) MembersOfRoots(roots []lineage.Identity) (map[lineage.Identity][]l
 	for _, r := range roots {
 		want[r] = true
 	}
+	entries, err := b.memberEntries()
+	if err != nil {
+		return nil, fmt.Errorf("read members: %w", err)
+	}
 	out := make(map[lineage.Identity][]lineage.Member, len(roots))
-	var (
-		pid uint32
-		m   lineageMember
-	)
-	it := b.objs.Members.Iterate()
-	for it.Next(&pid, &m) {
+	for _, e := range entries {
+		m := &e.m
 		root := lineage.Identity{PID: m.RootPid, StartTicks: m.RootStart}
 		if !want[root] {
 			continue
 		}
-		id := lineage.Identity{PID: pid, StartTicks: m.Start}
+		id := lineage.Identity{PID: e.pid, StartTicks: m.Start}
 		if m.Flags&lineageMemberFlagMEMBER_F_ADOPTED != 0 && b.proc.Check(id) != nil {
 			continue
 		}
@@ -38,9 +38,6 @@ func (b *BPF) MembersOfRoots(roots []lineage.Identity) (map[lineage.Identity][]l
 			Root:      root,
 			Contained: m.Flags&lineageMemberFlagMEMBER_F_CONTAINED != 0,
 		})
-	}
-	if err := it.Err(); err != nil {
-		return nil, fmt.Errorf("read members: %w", err)
 	}
 	return out, nil
 }

@@ -17,14 +17,20 @@ type memberEntry struct {
 	m   lineageMember
 }
 
-// memberEntries reads every entry of the members map. It reads in batches,
-// one system call for up to memberBatch entries, where the kernel can
-// (5.6+); else, or if a batch fails, it starts again by iteration, two
-// system calls an entry. Listing 5,000 members one by one cost a reap about
-// as much as signalling them. The map changes under the read: an entry
-// added or removed meanwhile may or may not be in the result, and none is
-// in it twice.
+// memberEntries reads every entry of the members map, in a pass shared
+// with concurrent callers (see sweeps): the result must not be modified.
+// It reads in batches, one system call for up to memberBatch entries,
+// where the kernel can (5.6+); else, or if a batch fails, it starts again
+// by iteration, two system calls an entry. Listing 5,000 members one by
+// one cost a reap about as much as signalling them. The map changes under
+// the read: an entry added or removed meanwhile may or may not be in the
+// result, and none is in it twice.
 func (b *BPF) memberEntries() ([]memberEntry, error) {
+	return b.sweeps.share(b.readMembers)
+}
+
+// readMembers is one pass of memberEntries.
+func (b *BPF) readMembers() ([]memberEntry, error) {
 	out, err := b.memberBatches()
 	if err == nil {
 		return out, nil

@@ -298,6 +298,26 @@ func (p *Proc) Members(root lineage.Identity) ([]lineage.Member, error) {
 	return p.track.liveMembers(root), nil
 }
 
+// MembersOfEach is [Proc.Members] for each of roots, from one scan. A
+// root with no live member has no entry.
+func (p *Proc) MembersOfEach(roots []lineage.Identity) (map[lineage.Identity][]lineage.Member, error) {
+	seen := p.started.Load()
+	p.scanMu.Lock()
+	defer p.scanMu.Unlock()
+	if err := p.refreshLocked(seen); err != nil {
+		return nil, fmt.Errorf("members: %w", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[lineage.Identity][]lineage.Member, len(roots))
+	for _, r := range roots {
+		if ms := p.track.liveMembers(r); len(ms) > 0 {
+			out[r] = ms
+		}
+	}
+	return out, nil
+}
+
 // Contain implements Backend: the proc backend can't stop forks, so the
 // reaper must stop the set itself (lineage.ContainStop).
 func (p *Proc) Contain(root lineage.Identity) (lineage.Containment, error) {

@@ -2,8 +2,9 @@ package server
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
-	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
@@ -21,30 +22,29 @@ func (s *Server) trackedSession(p Peer) (string, error) {
 }
 
 // trackedSessionOf returns the session of the lineage id belongs to, or "".
+// Every root's members are listed at once (one pass over the bpf
+// membership map, where a listing per root would read it all each time).
 func (s *Server) trackedSessionOf(id lineage.Identity) (string, error) {
-	type entry struct {
-		sess string
-		job  *job.Job
-	}
-	var jobs []entry
+	session := map[lineage.Identity]string{}
 	s.mu.Lock()
 	for sid, se := range s.sessions {
-		for _, r := range se.roots {
-			jobs = append(jobs, entry{sid, r.job})
+		for rid := range se.roots {
+			session[rid] = sid
 		}
 	}
 	s.mu.Unlock()
-	for _, e := range jobs {
-		if e.job.Root() == id {
-			return e.sess, nil
-		}
-		ms, err := e.job.Members()
-		if err != nil {
-			continue
-		}
+	if sid, ok := session[id]; ok {
+		return sid, nil
+	}
+	all, err := s.tracker.MembersOfEach(slices.Collect(maps.Keys(session)))
+	if err != nil {
+		// It can't be shown not to be a member.
+		return "", forbidden("can't tell whether %s is tracked: %v", id, err)
+	}
+	for root, ms := range all {
 		for _, m := range ms {
 			if m.Identity == id {
-				return e.sess, nil
+				return session[root], nil
 			}
 		}
 	}

@@ -83,16 +83,17 @@ func (s *Server) rootsOf(se *session) []rootEntry {
 	return out
 }
 
-// parallelSettles bounds how many of a session's roots are decided on
-// (and reaped) at once: each root's reap waits mostly for its members to
-// die, so a session of many roots ends in about the time of its slowest
-// root, not in the sum of them all.
-const parallelSettles = 16
+// parallelSettles bounds how many of a session's settled roots are
+// finished (published, forgotten) at once; with the bpf backend, their
+// listings of the membership map share passes, so the more list at once,
+// the fewer passes.
+const parallelSettles = 64
 
 // end applies the policy for ev to each of se's roots, on behalf of uid,
 // and forgets the roots whose lineage is empty afterwards (all of them on
-// a session close). The roots are settled concurrently, each by one
-// goroutine; the answer lists them in order. The caller saves the state.
+// a session close). The roots are settled together (job.SettleAll: the
+// roots to reap are reaped as one, each member judged by its own root's
+// rules); the answer lists them in order. The caller saves the state.
 func (s *Server) end(ctx context.Context, se *session, ev policy.Event, uid uint32) Ended {
 	return s.endSparing(ctx, se, ev, uid, nil)
 }
@@ -112,6 +113,11 @@ func (s *Server) endSparing(ctx context.Context, se *session, ev policy.Event, u
 		Reap:   job.ReapOptions{Linger: s.opts.Linger, Grace: s.opts.Grace},
 	}
 	roots := s.rootsOf(se)
+	jobs := make([]*job.Job, len(roots))
+	for i, e := range roots {
+		jobs[i] = e.rt.job
+	}
+	reps := job.SettleAll(ctx, jobs, opts)
 	ends := make([]RootEnd, len(roots))
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, parallelSettles)
@@ -119,7 +125,7 @@ func (s *Server) endSparing(ctx context.Context, se *session, ev policy.Event, u
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			ends[i] = s.settle(ctx, se, e, ev, opts)
+			ends[i] = s.settled(se, e, ev, reps[i])
 		})
 	}
 	wg.Wait()
@@ -127,9 +133,9 @@ func (s *Server) endSparing(ctx context.Context, se *session, ev policy.Event, u
 	return out
 }
 
-// settle decides on one root of se, and forgets it when ev calls for that.
-func (s *Server) settle(ctx context.Context, se *session, e rootEntry, ev policy.Event, opts job.SettleOptions) RootEnd {
-	rep := e.rt.job.Settle(ctx, opts)
+// settled publishes the report of one settled root of se, and forgets the
+// root when ev calls for that.
+func (s *Server) settled(se *session, e rootEntry, ev policy.Event, rep *job.Report) RootEnd {
 	s.hub.settled(se.id, rep, ev.String())
 	s.metrics.settled(rep)
 	if ev == policy.SessionClose || s.empty(e.rt) {
