@@ -46,12 +46,13 @@ type Children struct {
 	limit     int
 	waiters   map[int][]chan lineage.ExitStatus
 	sigs      chan os.Signal
-	// pauses counts the Pauses not yet resumed; wake tells the loop that
-	// the last one was.
-	pauses atomic.Int32
-	wake   chan struct{}
-	stop   chan struct{}
-	done   chan struct{}
+	// pauses counts the Pauses not yet resumed (changed under pauseMu);
+	// wake tells the loop that the last one was.
+	pauseMu sync.Mutex
+	pauses  atomic.Int32
+	wake    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 // WatchChildren starts reaping children. Stop it with Close.
@@ -109,18 +110,34 @@ func (c *Children) reapAll(final bool) {
 // kernel's task list lock against the deaths it waits for. Reaped after
 // the reap, when nearly every child is dead, they cost time in their
 // number. Pause only for a bounded time: zombies hold their pids.
+//
+// While paused, SIGCHLD is not asked for: thousands of deaths would
+// otherwise wake the loop thousands of times, for nothing.
 func (c *Children) Pause() (resume func()) {
-	c.pauses.Add(1)
+	c.pauseMu.Lock()
+	if c.pauses.Add(1) == 1 {
+		signal.Stop(c.sigs)
+	}
+	c.pauseMu.Unlock()
 	var once sync.Once
-	return func() {
-		once.Do(func() {
-			if c.pauses.Add(-1) == 0 {
-				select {
-				case c.wake <- struct{}{}:
-				default:
-				}
-			}
-		})
+	return func() { once.Do(c.resume) }
+}
+
+func (c *Children) resume() {
+	c.pauseMu.Lock()
+	defer c.pauseMu.Unlock()
+	if c.pauses.Add(-1) > 0 {
+		return
+	}
+	select {
+	case <-c.stop: // closed: it asks for SIGCHLD no more
+		return
+	default:
+	}
+	signal.Notify(c.sigs, syscall.SIGCHLD)
+	select {
+	case c.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -228,8 +245,10 @@ func (c *Children) Forget() {
 
 // Close stops reaping, after one last pass.
 func (c *Children) Close() {
+	c.pauseMu.Lock() // a resume must not ask for SIGCHLD again
 	signal.Stop(c.sigs)
 	close(c.stop)
+	c.pauseMu.Unlock()
 	<-c.done
 }
 
