@@ -98,6 +98,9 @@ func (j *Job) Reap(ctx context.Context, d policy.Decision, opts ReapOptions) {
 	j.markSpared(j.keeper(), refuser(t.caller, j.root, t.proc))
 	// The report shows how each reaped member ended: keep their exits.
 	t.tree.SetPruning(false)
+	// The members that come back to lineage as orphans die as its
+	// children: reap them after, not one by one as they die.
+	resume := t.children.Pause()
 	r, err := reap.Reap(ctx, j.source(), reap.Options{
 		Linger:  opts.Linger,
 		Grace:   opts.Grace,
@@ -106,6 +109,7 @@ func (j *Job) Reap(ctx context.Context, d policy.Decision, opts ReapOptions) {
 		Keep:    j.keeper(),
 		Refuse:  refuser(t.caller, j.root, t.proc),
 	})
+	resume()
 	j.rep.Reap = &r
 	if j.keeps != nil {
 		j.rep.Warnings = append(j.rep.Warnings, j.keeps.unused()...)

@@ -2,6 +2,7 @@ package job
 
 import (
 	"errors"
+	"syscall"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
@@ -38,23 +39,38 @@ func (j *Job) markSpared(keep func(lineage.Member) (bool, string), refuse func(l
 
 // markSparedAmong is markSpared with the lineage's members listed.
 func (j *Job) markSparedAmong(ms []lineage.Member, keep func(lineage.Member) (bool, string), refuse func(lineage.Member, lineage.Stat) (string, bool)) {
-	// The lean reader: with thousands of members, procfs's parse of every
-	// field was most of the time between the job's exit and the first
-	// signal.
-	stats := j.t.proc.StatReader()
-	defer stats.Close()
 	for _, m := range ms {
 		spare := false
 		if keep != nil {
 			spare, _ = keep(m)
 		}
-		if st, err := stats.Stat(int(m.PID)); !spare && err == nil && st.StartTicks == m.StartTicks {
-			_, spare = refuse(m, st)
+		if !spare {
+			st, ok := markStat(m)
+			if ok {
+				_, spare = refuse(m, st)
+			}
 		}
 		if spare {
 			j.spare(m.Identity)
 		}
 	}
+}
+
+// markStat is what refuse needs of m's stat to decide a mark: the protected
+// set judges a member by its identity and its process group (and, bounded
+// by a user, by the uids it reads itself); a member is never a kernel
+// thread. The group comes from getpgid(2): reading each member's whole
+// stat here cost as much as the check at its signal, which reads it again.
+// If m is gone, its pid may name another process by now; then marking m
+// finds no member (the kernel drops a member's entry as it exits, before
+// its pid is free), and that process's group decides nothing. It reports
+// false when the pid names no process.
+func markStat(m lineage.Member) (lineage.Stat, bool) {
+	pgid, err := syscall.Getpgid(int(m.PID))
+	if err != nil {
+		return lineage.Stat{}, false
+	}
+	return lineage.Stat{Identity: m.Identity, PGRP: pgid}, true
 }
 
 // spareOnEvent marks, for the event ev of j's lineage, a member that the

@@ -116,6 +116,11 @@ func (t *Tree) Forget(root Identity) {
 			gone = append(gone, id)
 		}
 	}
+	// Their lists of children go first, so that dropping each of a
+	// thousand siblings doesn't search what is left of the list.
+	for _, id := range gone {
+		delete(t.children, id)
+	}
 	for _, id := range gone {
 		t.drop(id)
 	}

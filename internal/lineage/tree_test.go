@@ -273,3 +273,38 @@ func TestTreeBoundsTheChainsItKeeps(t *testing.T) {
 		t.Errorf("a root remembered again is not tracked")
 	}
 }
+
+// Forgetting a root leaves nothing of its lineage in the tree, however many
+// siblings it had, and touches no other root's.
+func TestTreeForgetsAWholeLineage(t *testing.T) {
+	tr := NewTree()
+	root, other := id(100, 10), id(200, 20)
+	tr.Apply(Event{Kind: EventFork, Process: root, Parent: id(50, 5), Root: root, IsRoot: true})
+	tr.Apply(Event{Kind: EventFork, Process: other, Parent: id(50, 5), Root: other, IsRoot: true})
+	tr.Apply(Event{Kind: EventFork, Process: id(201, 21), Parent: other, Root: other})
+	for pid := uint32(1000); pid < 3000; pid++ {
+		tr.Apply(Event{Kind: EventFork, Process: id(pid, 30), Parent: root, Root: root})
+		if pid%2 == 0 {
+			tr.Apply(Event{Kind: EventExit, Process: id(pid, 30), Parent: root, Root: root})
+		}
+	}
+	tr.Forget(root)
+	if got := tr.Lineage(root); len(got) != 0 {
+		t.Errorf("%d members of a forgotten root left", len(got))
+	}
+	for m := range tr.members {
+		if m != other && m != id(201, 21) {
+			t.Errorf("%s left in the tree", m)
+		}
+	}
+	for parent, kids := range tr.children {
+		for _, k := range kids {
+			if k.PID != 200 && k.PID != 201 {
+				t.Errorf("%s left as a child of %s", k, parent)
+			}
+		}
+	}
+	if got := tr.Lineage(other); len(got) != 2 {
+		t.Errorf("the other root's lineage has %d members, want 2", len(got))
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -45,8 +46,13 @@ type Children struct {
 	limit     int
 	waiters   map[int][]chan lineage.ExitStatus
 	sigs      chan os.Signal
-	stop      chan struct{}
-	done      chan struct{}
+	// pauses counts the Pauses not yet resumed (changed under pauseMu);
+	// wake tells the loop that the last one was.
+	pauseMu sync.Mutex
+	pauses  atomic.Int32
+	wake    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 // WatchChildren starts reaping children. Stop it with Close.
@@ -56,6 +62,7 @@ func WatchChildren() *Children {
 		limit:    maxUnclaimed,
 		waiters:  make(map[int][]chan lineage.ExitStatus),
 		sigs:     make(chan os.Signal, 1),
+		wake:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -71,21 +78,66 @@ func (c *Children) loop() {
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		c.reapAll()
+		c.reapAll(false)
 		select {
 		case <-c.stop:
-			c.reapAll()
+			c.reapAll(true)
 			return
 		case <-c.sigs:
+		case <-c.wake:
 		case <-tick.C:
 		}
 	}
 }
 
-func (c *Children) reapAll() {
+// reapAll reaps every child that has exited, unless reaping is paused
+// (and not final).
+func (c *Children) reapAll(final bool) {
 	c.holding.Lock()
 	defer c.holding.Unlock()
-	for c.reapOne() {
+	for (final || c.pauses.Load() == 0) && c.reapOne() {
+	}
+}
+
+// Pause stops reaping until resume is called; Pauses may overlap, and
+// reaping starts again when the last is resumed. Unlike Hold, it blocks
+// neither the caller nor another Pause. Children that exit meanwhile stay
+// zombies, with their pids, and Wait's channels get nothing until then.
+//
+// It is for a reap of many of the process's children: each wait4(2) looks
+// through every child of the process, dead or alive, so reaping thousands
+// as they die costs time in the square of their number, and holds the
+// kernel's task list lock against the deaths it waits for. Reaped after
+// the reap, when nearly every child is dead, they cost time in their
+// number. Pause only for a bounded time: zombies hold their pids.
+//
+// While paused, SIGCHLD is not asked for: thousands of deaths would
+// otherwise wake the loop thousands of times, for nothing.
+func (c *Children) Pause() (resume func()) {
+	c.pauseMu.Lock()
+	if c.pauses.Add(1) == 1 {
+		signal.Stop(c.sigs)
+	}
+	c.pauseMu.Unlock()
+	var once sync.Once
+	return func() { once.Do(c.resume) }
+}
+
+func (c *Children) resume() {
+	c.pauseMu.Lock()
+	defer c.pauseMu.Unlock()
+	if c.pauses.Add(-1) > 0 {
+		return
+	}
+	select {
+	case <-c.stop: // closed: it asks for SIGCHLD no more
+		return
+	default:
+	}
+	signal.Notify(c.sigs, syscall.SIGCHLD)
+	select {
+	case c.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -193,8 +245,10 @@ func (c *Children) Forget() {
 
 // Close stops reaping, after one last pass.
 func (c *Children) Close() {
+	c.pauseMu.Lock() // a resume must not ask for SIGCHLD again
 	signal.Stop(c.sigs)
 	close(c.stop)
+	c.pauseMu.Unlock()
 	<-c.done
 }
 

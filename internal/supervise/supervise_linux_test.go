@@ -25,6 +25,15 @@ func TestMain(m *testing.M) {
 		fmt.Println("supervisor: ok")
 		os.Exit(0)
 	}
+	if os.Getenv(helperEnv) == "pause" {
+		// The supervisor side of TestChildrenPauseLeavesZombiesUntilResumed.
+		if err := supervisePaused(); err != nil {
+			fmt.Println("supervisor:", err)
+			os.Exit(1)
+		}
+		fmt.Println("supervisor: ok")
+		os.Exit(0)
+	}
 	if os.Getenv(helperEnv) == "1" {
 		// The supervisor side of TestChildrenReapsOrphansAndReportsTheJob.
 		if err := superviseJob(); err != nil {
@@ -169,4 +178,96 @@ func superviseOrphans() error {
 		return fmt.Errorf("%d statuses and %d pids kept, want at most 8 and 16", n, len(children.unclaimed))
 	}
 	return nil
+}
+
+// While reaping is paused, a child that exits stays a zombie and its
+// status is not handed over; overlapping pauses end with the last resume,
+// and then it is reaped and its status handed over.
+func TestChildrenPauseLeavesZombiesUntilResumed(t *testing.T) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), helperEnv+"=pause")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "supervisor: ok") {
+		t.Fatalf("supervisor: %v\n%s", err, out)
+	}
+}
+
+func supervisePaused() error {
+	if err := BecomeSubreaper(); err != nil {
+		return err
+	}
+	children := WatchChildren()
+	defer children.Close()
+	resume1 := children.Pause()
+	resume2 := children.Pause()
+	child := exec.Command("sh", "-c", "exit 7")
+	if err := child.Start(); err != nil {
+		return err
+	}
+	pid := child.Process.Pid
+	status := children.Wait(pid)
+	if err := waitZombie(pid); err != nil {
+		return err
+	}
+	for i, resume := range []func(){resume1, resume1, resume2} {
+		if i < 2 {
+			resume() // resume1 twice: the second does nothing
+			// A SIGCHLD or the ticker would have reaped it by now, were
+			// reaping not still paused.
+			time.Sleep(300 * time.Millisecond)
+			if st, err := state(pid); err != nil || st != "Z" {
+				return fmt.Errorf("after resume %d of 2: pid %d in state %q (%v), want a zombie", i+1, pid, st, err)
+			}
+			select {
+			case st := <-status:
+				return fmt.Errorf("status %v handed over while paused", st)
+			default:
+			}
+			continue
+		}
+		resume()
+	}
+	select {
+	case st := <-status:
+		if code, ok := st.Exited(); !ok || code != 7 {
+			return fmt.Errorf("status %v, want exit 7", st)
+		}
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("pid %d not reaped after the last resume", pid)
+	}
+	if _, err := state(pid); err == nil {
+		return fmt.Errorf("pid %d still in /proc after it was reaped", pid)
+	}
+	return nil
+}
+
+// state returns field 3 of /proc/PID/stat.
+func state(pid int) (string, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", err
+	}
+	s := string(raw)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) == 0 {
+		return "", fmt.Errorf("stat of %d: %q", pid, s)
+	}
+	return fields[0], nil
+}
+
+func waitZombie(pid int) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := state(pid)
+		if err != nil {
+			return fmt.Errorf("pid %d: %w (reaped while paused?)", pid, err)
+		}
+		if st == "Z" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pid %d did not exit: state %s", pid, st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
