@@ -204,7 +204,7 @@ func maxOf(xs []float64) float64 {
 
 // benchDaemon is `-only daemon`.
 func benchDaemon(lineageBin string, runs, rounds, forks int) {
-	dir, err := os.MkdirTemp("", "lineage-bench")
+	dir, err := tempDir("", "lineage-bench")
 	if err != nil {
 		fail(err)
 	}

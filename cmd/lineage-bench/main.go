@@ -66,7 +66,7 @@ func main() {
 		return
 	}
 
-	dir, err := os.MkdirTemp("", "lineage-bench")
+	dir, err := tempDir("", "lineage-bench")
 	if err != nil {
 		fail(err)
 	}
@@ -135,8 +135,28 @@ func benchReap(cols []reapColumn, rounds int) {
 	printReap(res, sizes, cols, load)
 }
 
+// temps are the temporary directories the benchmark made and has not
+// removed yet. Not safe for concurrent use: the benchmark makes them from
+// its main goroutine.
+var temps []string
+
+// tempDir makes a temporary directory under parent ("": $TMPDIR) that
+// fail removes if the benchmark fails before its own deferred removal.
+func tempDir(parent, prefix string) (string, error) {
+	dir, err := os.MkdirTemp(parent, prefix)
+	if err == nil {
+		temps = append(temps, dir)
+	}
+	return dir, err
+}
+
+// fail reports err and exits with status 1, after removing the temporary
+// directories: os.Exit runs no deferred calls.
 func fail(err error) {
 	fmt.Fprintf(os.Stderr, "lineage-bench: %v\n", err)
+	for _, dir := range temps {
+		os.RemoveAll(dir)
+	}
 	os.Exit(1)
 }
 

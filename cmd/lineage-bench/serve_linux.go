@@ -38,7 +38,7 @@ type serveDaemon struct {
 // startBenchDaemon starts a daemon that keeps its state under $TMPDIR,
 // or none when stateless.
 func startBenchDaemon(lineageBin string, stateless bool) (*serveDaemon, error) {
-	dir, err := os.MkdirTemp("", "lineage-bench-serve")
+	dir, err := tempDir("", "lineage-bench-serve")
 	if err != nil {
 		return nil, err
 	}
