@@ -5,6 +5,10 @@
 //     tracker, with the BPF tracker loaded but not tracking it, and with the
 //     tracker tracking it, interleaved round by round;
 //   - the wall time of `lineage run -- true` against plain `true`;
+//   - with -only daemon, that wall time through a daemon, and an unrelated
+//     spawner's fork rate beside 0, 1, 4 and 16 idle runs through a daemon
+//     and standalone, each against no lineage at all measured just before
+//     (daemonforks_linux.go);
 //   - with -record, only the spawner's rates under `lineage run` with and
 //     without --record;
 //   - the reap latency of `lineage run` (job exit → lineage exit) with 100,
@@ -48,6 +52,7 @@ func main() {
 	sb := serveFlags()
 	backends := flag.String("reap-backends", "bpf,proc", "the backends whose reap latency is measured")
 	baseline := flag.String("reap-baseline", "", "another lineage binary (an older build) whose bpf reap latency is measured in the same rounds")
+	fr := forkFlags()
 	flag.Parse()
 	if *only == "serve" {
 		fmt.Printf("## lineage benchmarks\n\n%s\n\n", machine())
@@ -56,7 +61,7 @@ func main() {
 	}
 	if *only == "daemon" {
 		fmt.Printf("## lineage benchmarks\n\n%s\n\n", machine())
-		benchDaemon(*lineageBin, *runs, *rounds, *guardRuns)
+		benchDaemon(*lineageBin, *runs, *fr)
 		return
 	}
 	reapCols := reapColumns(*lineageBin, *baseline, strings.Split(*backends, ","))
