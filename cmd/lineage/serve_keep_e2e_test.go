@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net/url"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
@@ -125,4 +128,63 @@ func TestServeKeepExpiryIsInTheStream(t *testing.T) {
 	}
 	d.do("POST", "/v1/sessions/x/close", nil, nil)
 	allGone(t, left)
+}
+
+// A session's exe: keep can be removed too, its path URL-escaped in the
+// API and as given on `lineage keep --rm`; what it spared is reaped at the
+// next turn end.
+func TestServeKeepExeRemoved(t *testing.T) {
+	d := startDaemon(t, "")
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule, err := policy.KeepExe(sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.do("POST", "/v1/sessions", server.OpenSession{ID: "ke", Kind: "autonomous", Keep: []policy.Keep{rule}}, nil)
+	d.execRoot("ke", "autonomous", fmt.Sprintf("setsid sleep %s & sleep 0.2", testutil.Sleep(mark)))
+	left := atLeastSleepers(t, mark, 1)
+	d.do("POST", "/v1/sessions/ke/turn-end", nil, nil)
+	allAlive(t, left)
+
+	escaped := "/v1/keeps/" + url.PathEscape(rule.String())
+	before := snapshot(t, d)
+	for _, c := range []struct {
+		path   string
+		status int
+	}{
+		{"/v1/keeps/" + url.PathEscape("exe:bin/sleep"), 400},
+		{"/v1/keeps/" + url.PathEscape("exe:"+sleep+"/"), 400},
+		{"/v1/keeps/" + url.PathEscape("exe:/nonexistent/sleep"), 404},
+	} {
+		if got, e := d.raw("DELETE", c.path, ""); got != c.status {
+			t.Errorf("DELETE %s: status %d (%s), want %d", c.path, got, e.Error, c.status)
+		}
+	}
+	if _, code := d.run("keep", "--rm", "--root", rule.String()); code == 0 {
+		t.Error("keep --rm --root exe:... was accepted")
+	}
+	if after := snapshot(t, d); after != before {
+		t.Errorf("refused removals changed the state:\nbefore %s\nafter  %s", before, after)
+	}
+
+	out, code := d.run("keep", "--rm", rule.String(), "--json")
+	if code != 0 || !strings.Contains(out, `"rule": "`+rule.String()+`"`) {
+		t.Fatalf("keep --rm %s: exit %d: %s", rule, code, out)
+	}
+	var s server.Session
+	d.do("GET", "/v1/sessions/ke", nil, &s)
+	if len(s.Keeps) != 0 {
+		t.Errorf("keeps after removal: %+v", s.Keeps)
+	}
+	if got, _ := d.raw("DELETE", escaped, ""); got != 404 {
+		t.Errorf("DELETE %s again: %d, want 404", escaped, got)
+	}
+	d.do("POST", "/v1/sessions/ke/turn-end", nil, nil)
+	allGone(t, left)
+	d.do("POST", "/v1/sessions/ke/close", nil, nil)
 }
