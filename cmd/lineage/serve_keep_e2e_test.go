@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -187,4 +189,44 @@ func TestServeKeepExeRemoved(t *testing.T) {
 	d.do("POST", "/v1/sessions/ke/turn-end", nil, nil)
 	allGone(t, left)
 	d.do("POST", "/v1/sessions/ke/close", nil, nil)
+}
+
+// A keep whose TTL ran out while no daemon ran expires when the daemon
+// starts again, with its event (in the session's record, which is written
+// from the restore on), and the restored session no longer holds it.
+func TestServeKeepExpiresAfterRestart(t *testing.T) {
+	records := t.TempDir()
+	d := startDaemon(t, "", "--record-dir", records)
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	d.execRoot("kr", "autonomous", fmt.Sprintf("setsid sleep %s & sleep 0.2", testutil.Sleep(mark)))
+	left := atLeastSleepers(t, mark, 1)
+	id := fmt.Sprintf("%d@%d", left[0].PID, left[0].StartTicks)
+	d.do("POST", "/v1/keeps", server.AddKeep{Process: id, TTL: "1s"}, nil)
+	d.kill9()
+	time.Sleep(1500 * time.Millisecond)
+	d.start("--record-dir", records)
+
+	want := `"reason":"keep expired ` + id + `"`
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		files, _ := filepath.Glob(filepath.Join(records, "*-kr.jsonl"))
+		found := false
+		for _, f := range files {
+			data, _ := os.ReadFile(f)
+			found = found || strings.Contains(string(data), want)
+		}
+		if found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s in the session's record %v", want, files)
+		}
+	}
+	var s server.Session
+	d.do("GET", "/v1/sessions/kr", nil, &s)
+	if len(s.Keeps) != 0 {
+		t.Errorf("keeps after the restart: %+v", s.Keeps)
+	}
+	d.do("POST", "/v1/sessions/kr/close", nil, nil)
+	allGone(t, left)
 }
