@@ -230,3 +230,33 @@ func TestServeKeepExpiresAfterRestart(t *testing.T) {
 	d.do("POST", "/v1/sessions/kr/close", nil, nil)
 	allGone(t, left)
 }
+
+// An exe: rule that names the program through a symbolic link (/bin/sleep
+// where /bin links to /usr/bin) spares it after a restart too: the
+// restored rule is resolved again.
+func TestServeKeepExeResolvedAfterRestart(t *testing.T) {
+	resolved, err := filepath.EvalSymlinks("/bin/sleep")
+	if err != nil || resolved == "/bin/sleep" {
+		t.Skipf("/bin/sleep is not a symbolic link here (%s, %v)", resolved, err)
+	}
+	d := startDaemon(t, "")
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	rule, err := policy.KeepExe("/bin/sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.do("POST", "/v1/sessions", server.OpenSession{ID: "kl", Kind: "autonomous", Keep: []policy.Keep{rule}}, nil)
+	d.execRoot("kl", "autonomous", fmt.Sprintf("setsid sleep %s & sleep 0.2", testutil.Sleep(mark)))
+	left := atLeastSleepers(t, mark, 1)
+	t.Cleanup(func() {
+		for _, p := range left {
+			testutil.KillIdentity(p.PID, p.StartTicks)
+		}
+	})
+	d.stop()
+	d.start()
+	d.do("POST", "/v1/sessions/kl/turn-end", nil, nil)
+	allAlive(t, left)
+	d.do("POST", "/v1/sessions/kl/close", nil, nil)
+}
