@@ -68,8 +68,7 @@ func pinnedProgs(t *testing.T, bpftool, pinRoot string) []uint32 {
 }
 
 // heldProgs returns the ids of the programs that process pid holds open,
-// directly or through a link (fdinfo's prog_id), with the files that hold
-// them.
+// directly or through a link (fdinfo's prog_id).
 func heldProgs(pid int) map[uint32]bool {
 	held := map[uint32]bool{}
 	dir := fmt.Sprintf("/proc/%d/fdinfo", pid)
