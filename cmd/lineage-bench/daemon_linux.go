@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 )
@@ -64,15 +63,12 @@ type daemonResult struct {
 	walls map[string][]float64
 	// rss is each client's peak resident set through the daemon, KiB.
 	rss []float64
-	// forks maps a count of idle concurrent runs (through the daemon or
-	// standalone) to an unrelated spawner's fork rates.
-	forks map[string][]float64
 }
 
 // measureDaemon times single runs interleaved: plain true, lineage run
 // through the daemon and standalone.
 func measureDaemon(lineageBin, sock string, runs int) (daemonResult, error) {
-	res := daemonResult{walls: map[string][]float64{}, forks: map[string][]float64{}}
+	res := daemonResult{walls: map[string][]float64{}}
 	for i := 0; i < runs; i++ {
 		for _, c := range []string{viaTrue, viaDaemon, viaStandalone} {
 			cmd := exec.Command("true")
@@ -95,76 +91,6 @@ func measureDaemon(lineageBin, sock string, runs int) (daemonResult, error) {
 	return res, nil
 }
 
-// measureIdleRuns measures an unrelated spawner's fork rate beside n idle
-// `lineage run`s, for each n, through the daemon and standalone.
-func measureIdleRuns(res daemonResult, lineageBin, sock, spawner string, rounds, forks int) error {
-	for r := 0; r < rounds; r++ {
-		for _, n := range []int{0, 1, 4, 16} {
-			for _, via := range []string{sock, ""} {
-				if n == 0 && via == "" {
-					continue
-				}
-				rate, err := rateBeside(lineageBin, via, spawner, n, forks)
-				if err != nil {
-					return err
-				}
-				res.forks[idleKey(n, via != "")] = append(res.forks[idleKey(n, via != "")], rate)
-			}
-		}
-	}
-	return nil
-}
-
-func idleKey(n int, daemon bool) string {
-	if n == 0 {
-		return "0"
-	}
-	if daemon {
-		return strconv.Itoa(n) + " through the daemon"
-	}
-	return strconv.Itoa(n) + " standalone"
-}
-
-// rateBeside starts n idle runs, lets them settle, runs the spawner alone
-// and ends the runs.
-func rateBeside(lineageBin, sock, spawner string, n, forks int) (float64, error) {
-	var idle []*exec.Cmd
-	defer func() {
-		for _, c := range idle {
-			_ = c.Process.Signal(syscall.SIGTERM)
-			_ = c.Wait()
-		}
-	}()
-	for range n {
-		c := runCommand(lineageBin, sock, "sleep", "600")
-		if err := c.Start(); err != nil {
-			return 0, err
-		}
-		idle = append(idle, c)
-	}
-	// Standalone runs load their programs: give them the time.
-	wait := 200*time.Millisecond + time.Duration(n)*50*time.Millisecond
-	if sock == "" {
-		wait = 500*time.Millisecond + time.Duration(n)*700*time.Millisecond
-	}
-	time.Sleep(wait)
-	settle()
-	job := []string{spawner, "fork", strconv.Itoa(forks)}
-	if spawnerCPU >= 0 {
-		job = append([]string{"taskset", "-c", strconv.Itoa(spawnerCPU)}, job...)
-	}
-	out, err := exec.Command(job[0], job[1:]...).Output()
-	if err != nil {
-		return 0, fmt.Errorf("spawner: %w", err)
-	}
-	var ops int
-	var secs float64
-	if _, err := fmt.Sscanf(string(out), "%d %g", &ops, &secs); err != nil || secs <= 0 {
-		return 0, fmt.Errorf("spawner said %q", out)
-	}
-	return float64(ops) / secs, nil
-}
-
 func printDaemon(res daemonResult) {
 	fmt.Println("### lineage run through the daemon (single runs, median)")
 	fmt.Println()
@@ -177,21 +103,6 @@ func printDaemon(res daemonResult) {
 	}
 	fmt.Println()
 	fmt.Printf("Peak RSS of a `lineage run` client through the daemon: median %.1f MiB, max %.1f MiB.\n\n", median(res.rss)/1024, maxOf(res.rss)/1024)
-	if len(res.forks) == 0 {
-		return
-	}
-	fmt.Println("| idle `lineage run`s beside an unrelated spawner | fork+exit+wait | / none |")
-	fmt.Println("|---|---|---|")
-	for _, n := range []int{0, 1, 4, 16} {
-		for _, d := range []bool{true, false} {
-			k := idleKey(n, d)
-			if n == 0 && !d {
-				continue
-			}
-			fmt.Printf("| %s | %.0f/s | %.3f |\n", k, median(res.forks[k]), medianRatio(res.forks[k], res.forks["0"]))
-		}
-	}
-	fmt.Println()
 }
 
 func maxOf(xs []float64) float64 {
@@ -202,9 +113,10 @@ func maxOf(xs []float64) float64 {
 	return m
 }
 
-// benchDaemon is `-only daemon`.
-func benchDaemon(lineageBin string, runs, rounds, forks int) {
-	dir, err := os.MkdirTemp("", "lineage-bench")
+// benchDaemon is `-only daemon`: the wall times against one daemon, then
+// the fork rates beside idle runs, each condition with a daemon of its own.
+func benchDaemon(lineageBin string, runs int, fr forkRounds) {
+	dir, err := tempDir("", "lineage-bench")
 	if err != nil {
 		fail(err)
 	}
@@ -214,16 +126,23 @@ func benchDaemon(lineageBin string, runs, rounds, forks int) {
 		fail(err)
 	}
 	res, err := measureDaemon(lineageBin, d.sock, runs)
-	if err == nil && forks > 0 {
-		var spawner string
-		if spawner, err = buildSpawner(dir); err == nil {
-			err = measureIdleRuns(res, lineageBin, d.sock, spawner, min(rounds, 3), forks)
-		}
-	}
 	// fail exits at once: the daemon is stopped first.
 	d.stop()
 	if err != nil {
 		fail(err)
 	}
 	printDaemon(res)
+	if fr.rounds <= 0 || fr.forks <= 0 {
+		return
+	}
+	spawner, err := buildSpawner(dir)
+	if err != nil {
+		fail(err)
+	}
+	fr.lineage, fr.spawner, fr.dir = lineageBin, spawner, dir
+	forks, err := fr.measure()
+	if err != nil {
+		fail(err)
+	}
+	forks.print(fr)
 }

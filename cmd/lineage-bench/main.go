@@ -5,6 +5,10 @@
 //     tracker, with the BPF tracker loaded but not tracking it, and with the
 //     tracker tracking it, interleaved round by round;
 //   - the wall time of `lineage run -- true` against plain `true`;
+//   - with -only daemon, that wall time through a daemon, and an unrelated
+//     spawner's fork rate beside 0, 1, 4 and 16 idle runs through a daemon
+//     and standalone, each against no lineage at all measured just before
+//     (daemonforks_linux.go);
 //   - with -record, only the spawner's rates under `lineage run` with and
 //     without --record;
 //   - the reap latency of `lineage run` (job exit → lineage exit) with 100,
@@ -48,6 +52,7 @@ func main() {
 	sb := serveFlags()
 	backends := flag.String("reap-backends", "bpf,proc", "the backends whose reap latency is measured")
 	baseline := flag.String("reap-baseline", "", "another lineage binary (an older build) whose bpf reap latency is measured in the same rounds")
+	fr := forkFlags()
 	flag.Parse()
 	if *only == "serve" {
 		fmt.Printf("## lineage benchmarks\n\n%s\n\n%s\n\n", machine(), binaries(*lineageBin))
@@ -56,7 +61,7 @@ func main() {
 	}
 	if *only == "daemon" {
 		fmt.Printf("## lineage benchmarks\n\n%s\n\n%s\n\n", machine(), binaries(*lineageBin))
-		benchDaemon(*lineageBin, *runs, *rounds, *guardRuns)
+		benchDaemon(*lineageBin, *runs, *fr)
 		return
 	}
 	reapCols := reapColumns(*lineageBin, *baseline, strings.Split(*backends, ","))
@@ -66,7 +71,7 @@ func main() {
 		return
 	}
 
-	dir, err := os.MkdirTemp("", "lineage-bench")
+	dir, err := tempDir("", "lineage-bench")
 	if err != nil {
 		fail(err)
 	}
@@ -135,8 +140,28 @@ func benchReap(cols []reapColumn, rounds int) {
 	printReap(res, sizes, cols, load)
 }
 
+// temps are the temporary directories the benchmark made and has not
+// removed yet. Not safe for concurrent use: the benchmark makes them from
+// its main goroutine.
+var temps []string
+
+// tempDir makes a temporary directory under parent ("": $TMPDIR) that
+// fail removes if the benchmark fails before its own deferred removal.
+func tempDir(parent, prefix string) (string, error) {
+	dir, err := os.MkdirTemp(parent, prefix)
+	if err == nil {
+		temps = append(temps, dir)
+	}
+	return dir, err
+}
+
+// fail reports err and exits with status 1, after removing the temporary
+// directories: os.Exit runs no deferred calls.
 func fail(err error) {
 	fmt.Fprintf(os.Stderr, "lineage-bench: %v\n", err)
+	for _, dir := range temps {
+		os.RemoveAll(dir)
+	}
 	os.Exit(1)
 }
 

@@ -20,7 +20,7 @@ const (
 // with and without `--record FILE` (a file in a fresh directory under
 // /tmp), interleaved in a rotating order, and returns its rates.
 func measureRecordRates(lineageBin, spawner string, rounds, forks, execs int) (map[rateKey][]float64, error) {
-	dir, err := os.MkdirTemp("/tmp", "lineage-bench-record")
+	dir, err := tempDir("/tmp", "lineage-bench-record")
 	if err != nil {
 		return nil, err
 	}

@@ -42,7 +42,7 @@ type serveDaemon struct {
 // benchmark; when cpuProfile is set, the daemon writes its CPU profile
 // there (LINEAGE_CPUPROFILE, in its environment alone).
 func startBenchDaemon(lineageBin string, stateless bool, cpuProfile string) (*serveDaemon, error) {
-	dir, err := os.MkdirTemp("", "lineage-bench-serve")
+	dir, err := tempDir("", "lineage-bench-serve")
 	if err != nil {
 		return nil, err
 	}

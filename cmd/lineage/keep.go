@@ -17,8 +17,8 @@ func newCmdKeep(s streams) *cobra.Command {
 	var req api.AddKeep
 	var rm bool
 	cmd := &cobra.Command{
-		Use:   "keep PID@START [--root] [--ttl D] | keep --rm PID@START [--root]",
-		Short: "Spare a process (or, with --root, a root's whole lineage) from its session's reaps; --rm ends the keep",
+		Use:   "keep PID@START [--root] [--ttl D] | keep --rm PID@START [--root] | keep --rm exe:PATH",
+		Short: "Spare a process (or, with --root, a root's whole lineage) from its session's reaps; --rm ends the keep (exe:PATH too)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var out api.Keep
@@ -27,6 +27,9 @@ func newCmdKeep(s streams) *cobra.Command {
 					return fmt.Errorf("%w: --ttl with --rm: a removed keep has no lifetime", lineage.ErrInvalid)
 				}
 				rule := args[0]
+				if req.Root && strings.HasPrefix(rule, "exe:") {
+					return fmt.Errorf("%w: --root with an exe: rule: it names no root", lineage.ErrInvalid)
+				}
 				if req.Root && !strings.HasPrefix(rule, "root:") {
 					rule = "root:" + rule
 				}
@@ -39,6 +42,6 @@ func newCmdKeep(s streams) *cobra.Command {
 	o.flags(cmd)
 	cmd.Flags().BoolVar(&req.Root, "root", false, "keep the whole lineage of the root PID@START")
 	cmd.Flags().StringVar(&req.TTL, "ttl", "", "how long the keep lasts (default: until the session closes)")
-	cmd.Flags().BoolVar(&rm, "rm", false, "end the keep on PID@START (with --root: on the root's lineage); nothing is signalled")
+	cmd.Flags().BoolVar(&rm, "rm", false, "end the keep on PID@START (with --root: on the root's lineage), or the session's exe:PATH rule; nothing is signalled")
 	return cmd
 }

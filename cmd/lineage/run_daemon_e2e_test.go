@@ -37,11 +37,18 @@ func bpfFiles(t *testing.T, pid int) int {
 }
 
 // With a daemon running, concurrent runs load nothing of their own: the
-// host keeps one copy of lineage's programs, the daemon's.
+// host keeps one copy of lineage's programs, the daemon's. bpftool lists
+// the host's programs: of the copies of lineage's (other tests may load
+// theirs meanwhile), the daemon's pinned links run one of each, and no
+// process of the 8 runs holds any; a standalone run beside them shows
+// that the check sees a copy where there is one.
 func TestRunThroughDaemonLoadsNothingOfItsOwn(t *testing.T) {
+	bpftool := testutil.LookTool(t, "bpftool")
 	d := startDaemon(t, "")
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
+	before := hostProgs(t, bpftool)
+	mine := checkDaemonProgs(t, bpftool, d, before)
 	const runs = 8
 	var cmds []*exec.Cmd
 	var stderrs []*bytes.Buffer
@@ -67,6 +74,7 @@ func TestRunThroughDaemonLoadsNothingOfItsOwn(t *testing.T) {
 			t.Errorf("lineage run %d holds %d BPF objects of its own", cmd.Process.Pid, n)
 		}
 	}
+	checkOneCopy(t, bpftool, d, before, mine, cmds, mark)
 	for i, cmd := range cmds {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		err := cmd.Wait()

@@ -58,3 +58,27 @@ func (t *Tracker) Resume(id lineage.Identity, opts RegisterOptions) (*Job, error
 	}
 	return t.registered(id, opts), nil
 }
+
+// rootsBackend is a backend that lists the roots in its map.
+type rootsBackend interface {
+	Roots() ([]lineage.Identity, error)
+}
+
+// PinnedRoots lists the roots a pinned tracker that was taken over holds
+// in the kernel's map, exited ones included: those its last holder
+// registered, whether or not the holder's own records still name them.
+// None when the tracker is not pinned or was pinned afresh.
+func (t *Tracker) PinnedRoots() ([]lineage.Identity, error) {
+	b, ok := t.backend.(pinnedBackend)
+	if !ok {
+		return nil, nil
+	}
+	if p, ok := b.Pinned(); !ok || !p.Reused && p.MigratedFrom == "" {
+		return nil, nil
+	}
+	rb, ok := t.backend.(rootsBackend)
+	if !ok {
+		return nil, nil
+	}
+	return rb.Roots()
+}

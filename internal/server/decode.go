@@ -153,13 +153,25 @@ func DecodeAddKeep(r io.Reader) (AddKeep, lineage.Identity, policy.Keep, time.Du
 	return req, id, keep, ttl, nil
 }
 
-// rootPrefix marks a keep rule on a root's whole lineage.
-const rootPrefix = "root:"
+// rootPrefix marks a keep rule on a root's whole lineage, exePrefix one on
+// an executable.
+const (
+	rootPrefix = "root:"
+	exePrefix  = "exe:"
+)
 
 // DecodeKeepRule reads the {rule} of DELETE /v1/keeps/{rule}: a keep rule
-// as the API shows it, PID@START or root:PID@START. It returns the
-// identity the rule names and the rule.
+// as the API shows it, PID@START, root:PID@START or exe:PATH (its slashes
+// URL-escaped). It returns the identity the rule names (zero for an exe
+// rule) and the rule.
 func DecodeKeepRule(s string) (lineage.Identity, policy.Keep, error) {
+	if strings.HasPrefix(s, exePrefix) {
+		rule, err := policy.ParseKeep(s)
+		if err != nil {
+			return lineage.Identity{}, policy.Keep{}, fmt.Errorf("keep rule %.80q: %w", s, err)
+		}
+		return lineage.Identity{}, rule, nil
+	}
 	text, root := strings.CutPrefix(s, rootPrefix)
 	id, err := lineage.ParseIdentity(text)
 	if err != nil {

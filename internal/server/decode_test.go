@@ -116,12 +116,12 @@ func FuzzDecodeAddKeep(f *testing.F) {
 }
 
 func TestDecodeKeepRule(t *testing.T) {
-	for in, want := range map[string]string{"5@9": "5@9", "root:5@9": "root:5@9"} {
+	for in, want := range map[string]string{"5@9": "5@9", "root:5@9": "root:5@9", "exe:/bin/sh": "exe:/bin/sh", "exe:/usr/bin/redis-server": "exe:/usr/bin/redis-server"} {
 		if _, rule, err := DecodeKeepRule(in); err != nil || rule.String() != want {
 			t.Errorf("%q: %v %v, want %s", in, rule, err, want)
 		}
 	}
-	for _, in := range []string{"", "5", "5@0", "1@9", "root:", "root:1@9", "root:root:5@9", "exe:/bin/sh", "5@9x", " 5@9"} {
+	for _, in := range []string{"", "5", "5@0", "1@9", "root:", "root:1@9", "root:root:5@9", "exe:", "exe:bin/sh", "exe:/bin/../bin/sh", "exe:/bin/", "root:exe:/bin/sh", "5@9x", " 5@9"} {
 		if _, _, err := DecodeKeepRule(in); !errors.Is(err, lineage.ErrInvalid) {
 			t.Errorf("%q: %v, want invalid", in, err)
 		}
@@ -130,11 +130,18 @@ func TestDecodeKeepRule(t *testing.T) {
 
 func FuzzDecodeKeepRule(f *testing.F) {
 	f.Add("root:5@9")
+	f.Add("exe:/usr/bin/redis-server")
 	f.Fuzz(func(t *testing.T, s string) {
 		id, rule, err := DecodeKeepRule(s)
 		if err != nil {
 			if !errors.Is(err, lineage.ErrInvalid) {
 				t.Fatalf("error %v is not bad input", err)
+			}
+			return
+		}
+		if strings.HasPrefix(s, exePrefix) {
+			if !id.IsZero() || rule.String() != s {
+				t.Fatalf("accepted %q as %v %v", s, id, rule)
 			}
 			return
 		}

@@ -107,10 +107,11 @@ func (s *Server) visibleSessions(p Peer) []*session {
 	return out
 }
 
-// removeKeep ends the keeps of one rule (PID@START or root:PID@START, as
-// the session shows them) in the session that holds them. Nothing is
-// signalled: what the rule spared is a candidate again at the session's
-// next turn end or close. The removal is in the event stream.
+// removeKeep ends the keeps of one rule (PID@START, root:PID@START or
+// exe:PATH, as the session shows them) in the session that holds them.
+// Nothing is signalled: what the rule spared is a candidate again at the
+// session's next turn end or close. The removal of a rule on a process is
+// in the event stream (an exe rule names no process, as at its start).
 func (s *Server) removeKeep(r *http.Request, p Peer) (int, any, error) {
 	id, rule, err := DecodeKeepRule(r.PathValue("rule"))
 	if err != nil {
@@ -125,19 +126,23 @@ func (s *Server) removeKeep(r *http.Request, p Peer) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	s.hub.kept(se.id, lineage.Member{Identity: id}, "unkeep "+rule.String())
+	if !id.IsZero() {
+		s.hub.kept(se.id, lineage.Member{Identity: id}, "unkeep "+rule.String())
+	}
 	s.save()
 	return http.StatusOK, k.view(), nil
 }
 
 // takeKeep removes every keep of rule from the open session p may see
-// that holds it live, and returns the session and a keep removed. Call
-// with Server.mu held.
+// that holds it live, and returns the session and a keep removed. Rules
+// compare by their text: an exe rule the session resolved is the rule as
+// it was asked for. Call with Server.mu held.
 func (s *Server) takeKeep(rule policy.Keep, p Peer) (*session, keep, error) {
 	var other *session
 	now := time.Now()
+	text := rule.String()
 	for _, se := range s.sessions {
-		i := slices.IndexFunc(se.keeps, func(k keep) bool { return k.rule == rule && k.live(now) })
+		i := slices.IndexFunc(se.keeps, func(k keep) bool { return k.rule.String() == text && k.live(now) })
 		if i < 0 || se.closed {
 			continue
 		}
@@ -146,7 +151,7 @@ func (s *Server) takeKeep(rule policy.Keep, p Peer) (*session, keep, error) {
 			continue
 		}
 		k := se.keeps[i]
-		se.keeps = slices.DeleteFunc(se.keeps, func(k keep) bool { return k.rule == rule })
+		se.keeps = slices.DeleteFunc(se.keeps, func(k keep) bool { return k.rule.String() == text })
 		return se, k, nil
 	}
 	if other != nil {

@@ -76,7 +76,9 @@ type Server struct {
 // Options.Tracker.PinRoot has one) and restores the sessions saved in the
 // state directory: roots the pinned tracker still has come back with their
 // lineage as the kernel kept it, others that still run are registered
-// again. The calling process becomes a child subreaper, as for any tracker.
+// again, and roots the pinned tracker has that no saved session names go to
+// a recovered session. The calling process becomes a child subreaper, as
+// for any tracker.
 func Open(opts Options) (*Server, error) {
 	s := &Server{opts: opts, sessions: make(map[string]*session), hub: newHub(), log: opts.Log}
 	if s.log == nil {
@@ -115,6 +117,7 @@ func Open(opts Options) (*Server, error) {
 		s.tracker.Close()
 		return nil, err
 	}
+	s.adoptUnlisted()
 	s.stopSave = make(chan struct{})
 	if s.state != nil {
 		s.saving.Add(1)

@@ -228,6 +228,7 @@ func (s *Server) restore() error {
 			orphaned = append(orphaned, se)
 		}
 	}
+	s.rearmKeeps()
 	for _, se := range orphaned {
 		s.note("lineage: session %s: its owner %s is gone: closing it\n", se.id, se.owner)
 		go s.closeSession(contextBackground(), se.id, se.uid)
@@ -274,7 +275,9 @@ func (s *Server) restoreSession(ss Session) *session {
 		if err != nil {
 			continue
 		}
-		kept := keep{rule: rule}
+		// exe rules match the program as named and as resolved: resolved
+		// again, as at the session's open.
+		kept := keep{rule: policy.KeepRules{rule}.Resolve(filepath.EvalSymlinks)[0]}
 		if k.Expires != nil {
 			kept.expires = *k.Expires
 		}
@@ -282,4 +285,29 @@ func (s *Server) restoreSession(ss Session) *session {
 	}
 	s.sessions[se.id] = se
 	return se
+}
+
+// rearmKeeps sets the expiry of every restored keep that has a TTL, once
+// every session is back: a keep that expired while no daemon ran expires
+// now, with its event, as one that expires later will.
+func (s *Server) rearmKeeps() {
+	type timed struct {
+		se *session
+		k  keep
+	}
+	var all []timed
+	s.mu.Lock()
+	for _, se := range s.sessions {
+		for _, k := range se.keeps {
+			if !k.expires.IsZero() {
+				all = append(all, timed{se, k})
+			}
+		}
+	}
+	s.mu.Unlock()
+	for _, t := range all {
+		if id, _, err := DecodeKeepRule(t.k.rule.String()); err == nil {
+			s.expireLater(t.se, id, t.k)
+		}
+	}
 }

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lineage-dev/lineage/internal/server"
+	"github.com/lineage-dev/lineage/internal/testutil"
+)
+
+// dropSessions removes the sessions ids from the daemon's state file, as a
+// lost write would have left it.
+func dropSessions(t *testing.T, d *daemon, ids ...string) {
+	t.Helper()
+	path := filepath.Join(d.state, "state.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]any
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	all, _ := st["sessions"].([]any)
+	kept := []any{}
+	for _, s := range all {
+		if m, _ := s.(map[string]any); !slices.Contains(ids, fmt.Sprint(m["id"])) {
+			kept = append(kept, s)
+		}
+	}
+	if len(kept) != len(all)-len(ids) {
+		t.Fatalf("state file %s: sessions %v, want %v among them", path, all, ids)
+	}
+	st["sessions"] = kept
+	if data, err = json.Marshal(st); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Roots the pinned tracker holds that the state file doesn't list are
+// not left tracked by no session: the restarted daemon puts those with a
+// live process in a recovered session (root's, interactive: a turn end
+// reports), which `session ls` shows and whose close reaps them, and
+// forgets those with none. Sessions the state file lists stay as they were.
+func TestServeRestartRecoversUnlistedRoots(t *testing.T) {
+	d := startDaemon(t, "")
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	d.execRoot("listed", "autonomous", fmt.Sprintf("setsid sleep %s1 & sleep 0.2", testutil.Sleep(mark)))
+	d.execRoot("lost", "autonomous", fmt.Sprintf("setsid sleep %s2 & sleep 0.2", testutil.Sleep(mark)))
+	d.execRoot("dead", "autonomous", "true")
+	listed := atLeastSleepers(t, mark+"1", 1)
+	lost := atLeastSleepers(t, mark+"2", 1)
+	var gone server.Session
+	d.do("GET", "/v1/sessions/lost", nil, &gone)
+
+	d.kill9()
+	dropSessions(t, d, "lost", "dead")
+	d.start()
+	if !strings.Contains(d.stderr.String(), "in session recovered") {
+		t.Errorf("the daemon did not say where the unlisted roots went:\n%s", d.stderr)
+	}
+	var rec server.Session
+	d.do("GET", "/v1/sessions/recovered", nil, &rec)
+	if len(rec.Roots) != 1 || rec.Roots[0].Root != gone.Roots[0].Root || rec.UID != 0 || rec.Kind != "interactive" {
+		t.Fatalf("recovered session %+v, want root %s only, uid 0, interactive", rec, gone.Roots[0].Root)
+	}
+	if out, code := d.run("session", "ls"); code != 0 || !strings.Contains(out, "recovered") {
+		t.Errorf("session ls: exit %d:\n%s", code, out)
+	}
+	var s server.Session
+	d.do("GET", "/v1/sessions/listed", nil, &s)
+	if len(s.Roots) != 1 {
+		t.Errorf("listed session after the restart: %+v", s)
+	}
+
+	d.do("POST", "/v1/sessions/recovered/turn-end", nil, nil)
+	allAlive(t, lost)
+	allAlive(t, listed)
+	d.do("POST", "/v1/sessions/recovered/close", nil, nil)
+	allGone(t, lost)
+	allAlive(t, listed)
+	d.do("POST", "/v1/sessions/listed/close", nil, nil)
+	allGone(t, listed)
+}
