@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -48,11 +49,14 @@ func TestServeProcKeptMemberIsNeverLeftStopped(t *testing.T) {
 	s := testutil.Sleep(mark)
 	// The kept shell forks all along, so that its children are stopped
 	// and killed while it is spared.
-	d.execRoot("pk", "autonomous", fmt.Sprintf(
-		"setsid sh -c 'i=0; while [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done' kept-%[1]s1 & setsid sleep %[1]s2 & sleep 0.5", s))
+	// The root lives on until the turn end: the poller links a child to
+	// its root only while its parent is there to be read, and a loaded
+	// machine can delay the first poll past a short-lived root.
+	d.startExec("pk", "autonomous", "sh", "-c", fmt.Sprintf(
+		"setsid sh -c 'i=0; while [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done' kept-%[1]s1 & setsid sleep %[1]s2 & sleep %[1]s3", s))
 	kept := atLeastProcs(t, "kept-"+s+"1")
 	other := atLeastSleepers(t, s+"2", 1)
-	d.do("POST", "/v1/keeps", server.AddKeep{Process: fmt.Sprintf("%d@%d", kept.PID, kept.StartTicks)}, nil)
+	keepOnceMember(t, d, kept)
 	var end server.Ended
 	d.do("POST", "/v1/sessions/pk/turn-end", nil, &end)
 	allGone(t, other)
@@ -67,6 +71,25 @@ func TestServeProcKeptMemberIsNeverLeftStopped(t *testing.T) {
 	notStopped(t, kept, "after the close")
 	if !testutil.KillIdentity(kept.PID, kept.StartTicks) {
 		t.Error("the kept shell could not be ended")
+	}
+}
+
+// keepOnceMember keeps p once the proc backend's poller has adopted it: a
+// keep of a process the poller has not yet seen is answered 404, and a
+// loaded machine can delay the poll.
+func keepOnceMember(t *testing.T, d *daemon, p testutil.Proc) {
+	t.Helper()
+	keep := server.AddKeep{Process: fmt.Sprintf("%d@%d", p.PID, p.StartTicks)}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		status := d.apiStatus("POST", "/v1/keeps", keep)
+		if status == 0 {
+			return
+		}
+		if status != http.StatusNotFound || time.Now().After(deadline) {
+			t.Fatalf("keep %s: status %d", keep.Process, status)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
