@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/job"
@@ -168,23 +169,32 @@ func (f *stateFile) write(seq uint64, st savedState) error {
 	if seq <= f.written || bytes.Equal(data, f.last) {
 		return nil
 	}
-	tmp, err := os.CreateTemp(f.dir, stateName+".*")
-	if err != nil {
+	// One temporary name will do: writes are serialised by mu.
+	tmp := filepath.Join(f.dir, stateName+".tmp")
+	if err := writeFile(tmp, append(data, '\n')); err != nil {
+		os.Remove(tmp)
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(f.dir, stateName)); err != nil {
+	if err := os.Rename(tmp, filepath.Join(f.dir, stateName)); err != nil {
+		os.Remove(tmp)
 		return err
 	}
 	f.written, f.last = seq, data
 	return nil
+}
+
+// writeFile writes data to a new or truncated file at path, mode 0600,
+// never through a symbolic link.
+func writeFile(path string, data []byte) error {
+	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := out.Write(data); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // restore reads the state file back: sessions and keeps as they were,
