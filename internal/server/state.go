@@ -16,6 +16,7 @@ import (
 
 	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/proc"
 )
@@ -27,7 +28,8 @@ const stateVersion = 1
 const stateName = "state.json"
 
 // stateFile writes the server's state atomically: a snapshot taken under
-// Server.mu is written to a temporary file and renamed over the last one.
+// Server.mu is written to a temporary file and renamed over the last one,
+// as compact JSON (every registration writes it; jq shows it indented).
 // Writes are ordered: an older snapshot never replaces a newer.
 //
 // Nothing is fsynced. The rename makes a write atomic against the daemon's
@@ -109,14 +111,20 @@ func (s *Server) save() {
 	s.state.taken++
 	seq := s.state.taken
 	s.mu.Unlock()
-	saveMembers(st, s.tracker.MembersOf(slices.Collect(maps.Keys(jobs))))
+	if !s.pinned() {
+		saveMembers(st, s.tracker.MembersOf(slices.Collect(maps.Keys(jobs))))
+	}
 	if err := s.state.write(seq, st); err != nil {
 		s.note("lineage: save state: %v\n", err)
 	}
 }
 
 // saveMembers adds each root's live members to st, so that a restarted
-// daemon can find a lineage whose root exited while no daemon ran.
+// daemon can find a lineage whose root exited while no daemon ran. A
+// pinned tracker needs none: its map keeps an exited root's lineage for
+// the next daemon ([job.Tracker.Resume]), so its saves skip the listing (a
+// pass over the whole membership map, 0.3 ms at 65,536 entries, at every
+// registration).
 func saveMembers(st savedState, members map[lineage.Identity][]lineage.Member) {
 	for i := range st.Sessions {
 		for k := range st.Sessions[i].Roots {
@@ -128,6 +136,12 @@ func saveMembers(st savedState, members map[lineage.Identity][]lineage.Member) {
 			}
 		}
 	}
+}
+
+// pinned reports whether the tracker is pinned: the bpf backend, which
+// pins when asked and fails otherwise.
+func (s *Server) pinned() bool {
+	return s.opts.Tracker.PinRoot != "" && s.tracker.Backend().Backend == loader.BackendBPF
 }
 
 // saveEvery is how often the state is written even when no request
@@ -160,7 +174,7 @@ func (s *Server) backgroundSave() {
 }
 
 func (f *stateFile) write(seq uint64, st savedState) error {
-	data, err := json.MarshalIndent(st, "", "  ")
+	data, err := json.Marshal(st)
 	if err != nil {
 		return err
 	}
