@@ -21,19 +21,19 @@ import (
 // Read reads and parses root/PID/stat (root is "/proc" on a real system).
 // It wraps [lineage.ErrNoProcess] when the process does not exist.
 func Read(root string, pid int) (lineage.Stat, error) {
-	data, err := readSmall(root + "/" + strconv.Itoa(pid) + "/stat")
+	data, err := ReadFile(root + "/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return lineage.Stat{}, noProcess(pid, err)
 	}
 	return lineage.ParseStat(pid, data, "")
 }
 
-// readSmall reads the file at path whole, with three system calls for a
-// stat file (open, read, close) where os.ReadFile makes eight: it doesn't
-// size the buffer with fstat, nor offer the file to the poller, which
-// refuses /proc files (epoll_ctl and four fcntl calls a file). A daemon
-// reads several stat files at every registration.
-func readSmall(path string) ([]byte, error) {
+// ReadFile reads the small file at path (a /proc file) whole, with three
+// system calls (open, read, close) where os.ReadFile makes eight: it
+// doesn't size the buffer with fstat, nor offer the file to the poller,
+// which refuses /proc files (epoll_ctl and four fcntl calls a file). A
+// daemon reads several of them at every registration.
+func ReadFile(path string) ([]byte, error) {
 	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
