@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -34,24 +35,26 @@ type serveDaemon struct {
 	sock string
 	c    *client.Client
 	bin  string
+	pin  string // where its tracker is pinned
 }
 
 // startBenchDaemon starts a daemon that keeps its state under $TMPDIR,
-// or none when stateless. Its tracker is not pinned, so that two daemons
-// (a baseline's beside lineage's) can run at once and none outlives the
-// benchmark; when cpuProfile is set, the daemon writes its CPU profile
+// or none when stateless. Its tracker is pinned, as `lineage serve` pins
+// by default, in a directory of its own under /sys/fs/bpf, so that two
+// daemons (a baseline's beside lineage's) can run at once; stop unpins
+// it, so none outlives the benchmark. When cpuProfile is set, the daemon writes its CPU profile
 // there (LINEAGE_CPUPROFILE, in its environment alone).
 func startBenchDaemon(lineageBin string, stateless bool, cpuProfile string) (*serveDaemon, error) {
 	dir, err := tempDir("", "lineage-bench-serve")
 	if err != nil {
 		return nil, err
 	}
-	d := &serveDaemon{dir: dir, sock: filepath.Join(dir, "lineage.sock"), bin: lineageBin}
+	d := &serveDaemon{dir: dir, sock: filepath.Join(dir, "lineage.sock"), bin: lineageBin, pin: filepath.Join("/sys/fs/bpf", filepath.Base(dir))}
 	state := filepath.Join(dir, "state")
 	if stateless {
 		state = ""
 	}
-	d.cmd = exec.Command(lineageBin, "serve", "--backend", "bpf", "--socket", d.sock, "--state-dir", state, "--pin-dir", "none")
+	d.cmd = exec.Command(lineageBin, "serve", "--backend", "bpf", "--socket", d.sock, "--state-dir", state, "--pin-dir", d.pin)
 	if cpuProfile != "" {
 		d.cmd.Env = append(os.Environ(), "LINEAGE_CPUPROFILE="+cpuProfile)
 	}
@@ -82,6 +85,9 @@ func (d *serveDaemon) stop() {
 	if d.c != nil {
 		d.c.Close()
 	}
+	if out, err := exec.Command(d.bin, "serve", "--uninstall", "--pin-dir", d.pin).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "lineage-bench: unpin %s: %v: %s\n", d.pin, err, out)
+	}
 	os.RemoveAll(d.dir)
 }
 
@@ -111,29 +117,71 @@ func (d *serveDaemon) lineageExec(session string, argv ...string) *exec.Cmd {
 	return cmd
 }
 
-// measureExecWall times `true` plain and under `lineage exec`, interleaved;
-// a turn end between rounds forgets the roots that ended.
-func measureExecWall(d *serveDaemon, rounds, runs int) (map[wallKey][]float64, error) {
-	out := make(map[wallKey][]float64)
+// execFigure is `lineage exec -- true` through one daemon: the wall
+// times per round, and the daemon's CPU per registration (its utime and
+// stime over the rounds, turn ends included), which the load does not
+// change as it changes the wall times.
+type execFigure struct {
+	walls []float64
+	cpu   time.Duration
+}
+
+// measureExecWall times `true` plain and under `lineage exec` through each
+// daemon, interleaved round by round (keyed "true" and by the daemons'
+// names); a turn end between rounds forgets the roots that ended.
+func measureExecWall(daemons map[string]*serveDaemon, rounds, runs int) (map[string]*execFigure, error) {
+	names := slices.Sorted(maps.Keys(daemons))
+	out := map[string]*execFigure{"true": {}}
+	for _, name := range names {
+		out[name] = &execFigure{}
+	}
 	for r := 0; r < rounds; r++ {
-		for _, name := range []wallKey{"true", "lineage exec -- true"} {
+		for _, name := range append([]string{"true"}, names...) {
+			d := daemons[name]
+			cpu0 := d.cpu()
 			start := time.Now()
 			for i := 0; i < runs; i++ {
 				cmd := exec.Command("true")
-				if name != "true" {
+				if d != nil {
 					cmd = d.lineageExec("bench-exec", "true")
 				}
 				if msg, err := cmd.CombinedOutput(); err != nil {
 					return nil, fmt.Errorf("%s: %v: %s", name, err, msg)
 				}
 			}
-			out[name] = append(out[name], float64(time.Since(start))/float64(runs))
+			out[name].walls = append(out[name].walls, float64(time.Since(start))/float64(runs))
+			if d == nil {
+				continue
+			}
+			if err := d.do("POST", "/v1/sessions/bench-exec/turn-end", nil, nil); err != nil {
+				return nil, err
+			}
+			out[name].cpu += d.cpu() - cpu0
 		}
-		if err := d.do("POST", "/v1/sessions/bench-exec/turn-end", nil, nil); err != nil {
+	}
+	for _, name := range names {
+		out[name].cpu /= time.Duration(rounds * runs)
+		if err := daemons[name].do("POST", "/v1/sessions/bench-exec/close", nil, nil); err != nil {
 			return nil, err
 		}
 	}
-	return out, d.do("POST", "/v1/sessions/bench-exec/close", nil, nil)
+	return out, nil
+}
+
+// cpu is the CPU time the daemon has used so far (utime and stime, in
+// clock ticks of 10 ms); zero for no daemon.
+func (d *serveDaemon) cpu() time.Duration {
+	if d == nil {
+		return 0
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", d.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // tree is a shell script whose process has n descendants: n/10-1 sleepers
@@ -322,7 +370,7 @@ func (b serveBench) wants(figure string) bool {
 }
 
 // benchServe runs the sidecar's benchmarks against one daemon (and the
-// baseline's, for the close) and prints their tables.
+// baseline's, for the exec and the close) and prints their tables.
 func benchServe(lineageBin string, b serveBench) {
 	load := loadAverage()
 	d, err := startBenchDaemon(lineageBin, false, b.cpuProfile)
@@ -330,7 +378,7 @@ func benchServe(lineageBin string, b serveBench) {
 		fail(err)
 	}
 	var base *serveDaemon
-	if b.baseline != "" && b.wants("close") {
+	if b.baseline != "" && (b.wants("close") || b.wants("exec")) {
 		if base, err = startBenchDaemon(b.baseline, false, ""); err != nil {
 			d.stop()
 			fail(fmt.Errorf("baseline: %w", err))
@@ -344,25 +392,12 @@ func benchServe(lineageBin string, b serveBench) {
 	if err != nil {
 		fail(err)
 	}
-	if b.wants("exec") {
-		// The same exec against a daemon that keeps no state: what the
-		// state file's write (and its fsyncs) costs each registration.
-		if d, err = startBenchDaemon(lineageBin, true, ""); err != nil {
-			fail(err)
-		}
-		res.stateless, err = measureExecWall(d, b.rounds, b.execRuns)
-		d.stop()
-		if err != nil {
-			fail(fmt.Errorf("exec, no state: %w", err))
-		}
-	}
 	res.print(b, load)
 }
 
 type serveResults struct {
 	idle, busy int64
-	walls      map[wallKey][]float64
-	stateless  map[wallKey][]float64
+	execs      map[string]*execFigure
 	adopt      []float64
 	closes     map[string][]float64
 }
@@ -375,7 +410,7 @@ func (b serveBench) measure(d, base *serveDaemon) (r serveResults, err error) {
 		}
 	}
 	if b.wants("exec") {
-		if r.walls, err = measureExecWall(d, b.rounds, b.execRuns); err != nil {
+		if r.execs, err = measureExecs(d, base, b.rounds, b.execRuns); err != nil {
 			return r, fmt.Errorf("exec: %w", err)
 		}
 	}
@@ -396,18 +431,30 @@ func (b serveBench) measure(d, base *serveDaemon) (r serveResults, err error) {
 	return r, nil
 }
 
+// measureExecs times `lineage exec -- true` through d, through base if
+// set, and through a daemon of d's binary that keeps no state (what the
+// state file's write costs each registration), in the same rounds.
+func measureExecs(d, base *serveDaemon, rounds, runs int) (map[string]*execFigure, error) {
+	stateless, err := startBenchDaemon(d.bin, true, "")
+	if err != nil {
+		return nil, err
+	}
+	defer stateless.stop()
+	daemons := map[string]*serveDaemon{"lineage": d, "no state": stateless}
+	if base != nil {
+		daemons["baseline"] = base
+	}
+	return measureExecWall(daemons, rounds, runs)
+}
+
 func (r serveResults) print(b serveBench, load string) {
-	walls, adopt, closes, idle, busy := r.walls, r.adopt, r.closes, r.idle, r.busy
+	adopt, closes, idle, busy := r.adopt, r.closes, r.idle, r.busy
 	fmt.Printf("### The sidecar (`lineage serve`, bpf; median of %d interleaved rounds)\n\n", b.rounds)
 	fmt.Printf("Load average at the start: %s.\n\n", load)
 	fmt.Println("| figure | lineage | baseline | target |")
 	fmt.Println("|---|---|---|---|")
 	if b.wants("exec") {
-		base := median(walls["true"])
-		ex := median(walls["lineage exec -- true"])
-		fmt.Printf("| `lineage exec -- true`, over `true` | +%s (%s) | `true`: %s | ≤ +5 ms |\n", ms(ex-base), ms(ex), ms(base))
-		base, ex = median(r.stateless["true"]), median(r.stateless["lineage exec -- true"])
-		fmt.Printf("| the same, daemon without a state directory | +%s (%s) | `true`: %s | |\n", ms(ex-base), ms(ex), ms(base))
+		r.printExecs()
 	}
 	if b.wants("adopt") {
 		fmt.Printf("| register a running process with %d descendants (`POST /v1/roots`, adoption included) | %s | | |\n", b.adopt, ms(median(adopt)))
@@ -425,4 +472,22 @@ func (r serveResults) print(b serveBench, load string) {
 		fmt.Printf("| daemon RSS with %d members | %.1f MiB (+%.1f MiB per 10,000) | | |\n", b.rssMembers, float64(busy)/(1<<20), per/(1<<20))
 	}
 	fmt.Println()
+}
+
+// printExecs prints the exec rows: each daemon's median over `true`'s, and
+// its CPU per registration.
+func (r serveResults) printExecs() {
+	base := median(r.execs["true"].walls)
+	for _, row := range []struct{ name, figure string }{
+		{"lineage", "`lineage exec -- true`, over `true`"},
+		{"baseline", "the same, baseline binary (`-serve-baseline`)"},
+		{"no state", "the same, daemon without a state directory"},
+	} {
+		f, ok := r.execs[row.name]
+		if !ok {
+			continue
+		}
+		ex := median(f.walls)
+		fmt.Printf("| %s | +%s (%s; daemon CPU %s a registration) | `true`: %s | ≤ +5 ms |\n", row.figure, ms(ex-base), ms(ex), f.cpu.Round(10*time.Microsecond), ms(base))
+	}
 }

@@ -37,14 +37,19 @@ func (o *clientOptions) call(ctx context.Context, method, path string, body, out
 		return err
 	}
 	if o.JSON {
-		enc := json.NewEncoder(o.s.out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return o.print(out)
 	}
 	if text != nil {
 		text(o.s.out)
 	}
 	return nil
+}
+
+// print writes the daemon's answer as indented JSON.
+func (o *clientOptions) print(out any) error {
+	enc := json.NewEncoder(o.s.out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
 }
 
 func linef(w io.Writer, format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }

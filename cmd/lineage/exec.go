@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/internal/api"
+	"github.com/lineage-dev/lineage/internal/client"
 	"github.com/lineage-dev/lineage/internal/exitstatus"
 	"github.com/lineage-dev/lineage/internal/procstat"
 )
@@ -64,9 +65,16 @@ func runExec(o *execOptions, args []string) error {
 		return err
 	}
 	req := api.AddRoot{PID: int64(self.PID), Start: self.StartTicks, Session: o.Session, Kind: o.Kind, Label: o.Label, Command: args}
+	// One call on a connection of its own, before the process becomes
+	// COMMAND: no HTTP transport, so no goroutine or thread is started.
 	var root api.Root
-	if err := o.call(nil, "POST", "/v1/roots", req, &root, nil); err != nil {
+	if err := client.Once(client.Socket(o.Socket), "POST", "/v1/roots", req, &root); err != nil {
 		return fmt.Errorf("exec: register: %w", err)
+	}
+	if o.JSON {
+		if err := o.print(&root); err != nil {
+			return err
+		}
 	}
 	err = syscall.Exec(path, args, os.Environ())
 	fmt.Fprintf(o.s.err, "lineage: exec %s: %v\n", args[0], err)

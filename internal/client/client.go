@@ -3,7 +3,6 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -121,28 +120,29 @@ func (c *Client) Stream(ctx context.Context, path string) (io.ReadCloser, error)
 }
 
 func (c *Client) send(ctx context.Context, method, path string, body any) (*http.Response, error) {
-	var rd io.Reader
-	if body != nil {
-		data, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		rd = bytes.NewReader(data)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://lineage"+path, rd)
+	req, err := newRequest(ctx, method, path, body)
 	if err != nil {
 		return nil, err
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%w at %s (start one with `lineage serve`): %w", ErrNoDaemon, c.socket, err)
-		}
-		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+		return nil, sendError(c.socket, method, path, err)
 	}
+	return answer(resp)
+}
+
+// sendError says why a request could not be sent: no daemon at socket, or
+// another failure.
+func sendError(socket, method, path string, err error) error {
+	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%w at %s (start one with `lineage serve`): %w", ErrNoDaemon, socket, err)
+	}
+	return fmt.Errorf("%s %s: %w", method, path, err)
+}
+
+// answer returns resp, or the [*APIError] it carries (its body read and
+// closed).
+func answer(resp *http.Response) (*http.Response, error) {
 	if resp.StatusCode >= 400 {
 		defer resp.Body.Close()
 		ae := &APIError{Status: resp.StatusCode}

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/procstat"
 )
 
 // Spawn implements Backend. It arms the calling OS thread so that the next
@@ -110,7 +111,11 @@ func (b *BPF) Register(id lineage.Identity, opts RootOptions) error {
 	if err := id.Validate(); err != nil {
 		return err
 	}
-	if err := b.proc.Check(id); err != nil {
+	st, err := b.proc.Stat(int(id.PID))
+	if err == nil {
+		err = procstat.Check(st, id)
+	}
+	if err != nil {
 		return fmt.Errorf("register %s: %w", id, err)
 	}
 	b.mapMu.Lock()
@@ -132,10 +137,8 @@ func (b *BPF) Register(id lineage.Identity, opts RootOptions) error {
 		RootStart: id.StartTicks,
 		Flags:     lineageMemberFlagMEMBER_F_ROOT | lineageMemberFlagMEMBER_F_ADOPTED,
 	}
-	if st, err := b.proc.Stat(int(id.PID)); err == nil {
-		if parent, err := b.proc.Identity(st.PPID); err == nil {
-			m.ParentPid, m.ParentStart = parent.PID, parent.StartTicks
-		}
+	if parent, err := b.proc.Identity(st.PPID); err == nil {
+		m.ParentPid, m.ParentStart = parent.PID, parent.StartTicks
 	}
 	if err := b.objs.Members.Update(id.PID, &m, ebpf.UpdateAny); err != nil {
 		_ = b.objs.Roots.Delete(id.PID)
@@ -148,7 +151,7 @@ func (b *BPF) Register(id lineage.Identity, opts RootOptions) error {
 		_ = b.objs.Roots.Delete(id.PID)
 		return fmt.Errorf("register %s: %w", id, err)
 	}
-	_, err := b.proc.Adopt(id, b.isMemberLocked, func(child lineage.Stat, parent lineage.Identity) error {
+	_, err = b.proc.Adopt(id, b.isMemberLocked, func(child lineage.Stat, parent lineage.Identity) error {
 		cm := lineageMember{
 			Start:       child.StartTicks,
 			ParentPid:   parent.PID,

@@ -73,7 +73,7 @@ func TestStatReaderAgreesWithProcfsOnFakeTree(t *testing.T) {
 	}
 	r := p.StatReader()
 	for pid := range records {
-		want, err := p.Stat(pid)
+		want, err := p.procfsStat(pid)
 		if err != nil {
 			t.Fatalf("procfs: %v", err)
 		}
@@ -105,7 +105,7 @@ func TestStatReaderAgreesWithProcfsOnFakeTree(t *testing.T) {
 		t.Fatalf("scan: %d listed, %d read, %v", n, len(scanned), err)
 	}
 	for pid := range records {
-		want, _ := p.Stat(pid)
+		want, _ := p.procfsStat(pid)
 		if !statsAgree(want, scanned[pid]) {
 			t.Errorf("scan of pid %d:\nprocfs %+v\nscan   %+v", pid, want, scanned[pid])
 		}
@@ -236,9 +236,9 @@ func compareStat(p FS, r *StatReader, pid int) (ok, agreed bool, a, b lineage.St
 	var stable lineage.Stat
 	disagreements := 0
 	for range 3 {
-		a1, err1 := p.Stat(pid)
+		a1, err1 := p.procfsStat(pid)
 		lean, err2 := r.Stat(pid)
-		a2, err3 := p.Stat(pid)
+		a2, err3 := p.procfsStat(pid)
 		if err1 != nil || err2 != nil || err3 != nil {
 			return false, false, lineage.Stat{}, lineage.Stat{}
 		}
@@ -303,7 +303,7 @@ func BenchmarkStat(b *testing.B) {
 	b.Run("procfs", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
-			_, _ = p.Stat(pids[i%len(pids)])
+			_, _ = p.procfsStat(pids[i%len(pids)])
 		}
 	})
 	b.Run("lean", func(b *testing.B) {
@@ -409,3 +409,29 @@ func TestStatReaderKeepOpen(t *testing.T) {
 		t.Errorf("ReadOpen after the sleeper was reaped: open %v, %v; want ErrNoProcess", open, err)
 	}
 }
+
+// procfsStat reads /proc/PID/stat through prometheus/procfs: the reference
+// the lean parser is held to.
+func (p FS) procfsStat(pid int) (lineage.Stat, error) {
+	proc, err := p.fs.Proc(pid)
+	if err != nil {
+		return lineage.Stat{}, procErr(pid, err)
+	}
+	st, err := proc.Stat()
+	if err != nil {
+		return lineage.Stat{}, procErr(pid, err)
+	}
+	return lineage.Stat{
+		Identity:   lineage.Identity{PID: uint32(pid), StartTicks: st.Starttime},
+		PPID:       st.PPID,
+		PGRP:       st.PGRP,
+		Session:    st.Session,
+		State:      st.State,
+		Comm:       st.Comm,
+		Kernel:     st.Flags&pfKthread != 0,
+		Threads:    st.NumThreads,
+		StartStack: st.StartStack,
+	}, nil
+}
+
+const pfKthread = lineage.PFKthread

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
@@ -52,5 +54,25 @@ func TestParseStatFields(t *testing.T) {
 	}
 	if _, err := lineage.ParseStat(12, []byte("12 (sh) S 1"), ""); !errors.Is(err, lineage.ErrMalformedStat) {
 		t.Fatalf("a short record: %v, want ErrMalformed", err)
+	}
+}
+
+// A stat record longer than the first read's buffer is read whole.
+func TestReadLongRecord(t *testing.T) {
+	root := t.TempDir()
+	comm := strings.Repeat("x", 3000)
+	if err := os.MkdirAll(filepath.Join(root, "77"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rec := "77 (" + comm + ") S 1 77 77 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 500\n"
+	if err := os.WriteFile(filepath.Join(root, "77", "stat"), []byte(rec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := procstat.Read(root, 77)
+	if err != nil || st.Comm != comm || st.StartTicks != 500 || st.PPID != 1 {
+		t.Fatalf("Read = %d-byte comm, start %d, ppid %d, %v; want the whole record", len(st.Comm), st.StartTicks, st.PPID, err)
+	}
+	if _, err := procstat.Read(root, 78); !errors.Is(err, lineage.ErrNoProcess) {
+		t.Errorf("Read(missing) = %v, want ErrNoProcess", err)
 	}
 }

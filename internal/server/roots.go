@@ -86,8 +86,10 @@ func (s *Server) register(se *session, id lineage.Identity, label string, comman
 		}
 		return Root{}, fmt.Errorf("register: %w", err)
 	}
-	rt := &root{job: j, label: label, added: time.Now()}
-	rt.command = j.Report().Command
+	rt := &root{job: j, label: label, added: time.Now(), command: command}
+	if command == nil {
+		rt.command = j.Report().Command // as the job read it from /proc
+	}
 	s.mu.Lock()
 	se.roots[id] = rt
 	s.rootSession.Store(id, se.id)

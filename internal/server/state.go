@@ -11,10 +11,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/proc"
 )
@@ -26,7 +28,8 @@ const stateVersion = 1
 const stateName = "state.json"
 
 // stateFile writes the server's state atomically: a snapshot taken under
-// Server.mu is written to a temporary file and renamed over the last one.
+// Server.mu is written to a temporary file and renamed over the last one,
+// as compact JSON (every registration writes it; jq shows it indented).
 // Writes are ordered: an older snapshot never replaces a newer.
 //
 // Nothing is fsynced. The rename makes a write atomic against the daemon's
@@ -108,14 +111,20 @@ func (s *Server) save() {
 	s.state.taken++
 	seq := s.state.taken
 	s.mu.Unlock()
-	saveMembers(st, s.tracker.MembersOf(slices.Collect(maps.Keys(jobs))))
+	if !s.pinned() {
+		saveMembers(st, s.tracker.MembersOf(slices.Collect(maps.Keys(jobs))))
+	}
 	if err := s.state.write(seq, st); err != nil {
 		s.note("lineage: save state: %v\n", err)
 	}
 }
 
 // saveMembers adds each root's live members to st, so that a restarted
-// daemon can find a lineage whose root exited while no daemon ran.
+// daemon can find a lineage whose root exited while no daemon ran. A
+// pinned tracker needs none: its map keeps an exited root's lineage for
+// the next daemon ([job.Tracker.Resume]), so its saves skip the listing (a
+// pass over the whole membership map, 0.3 ms at 65,536 entries, at every
+// registration).
 func saveMembers(st savedState, members map[lineage.Identity][]lineage.Member) {
 	for i := range st.Sessions {
 		for k := range st.Sessions[i].Roots {
@@ -127,6 +136,12 @@ func saveMembers(st savedState, members map[lineage.Identity][]lineage.Member) {
 			}
 		}
 	}
+}
+
+// pinned reports whether the tracker is pinned: the bpf backend, which
+// pins when asked and fails otherwise.
+func (s *Server) pinned() bool {
+	return s.opts.Tracker.PinRoot != "" && s.tracker.Backend().Backend == loader.BackendBPF
 }
 
 // saveEvery is how often the state is written even when no request
@@ -159,7 +174,7 @@ func (s *Server) backgroundSave() {
 }
 
 func (f *stateFile) write(seq uint64, st savedState) error {
-	data, err := json.MarshalIndent(st, "", "  ")
+	data, err := json.Marshal(st)
 	if err != nil {
 		return err
 	}
@@ -168,23 +183,32 @@ func (f *stateFile) write(seq uint64, st savedState) error {
 	if seq <= f.written || bytes.Equal(data, f.last) {
 		return nil
 	}
-	tmp, err := os.CreateTemp(f.dir, stateName+".*")
-	if err != nil {
+	// One temporary name will do: writes are serialised by mu.
+	tmp := filepath.Join(f.dir, stateName+".tmp")
+	if err := writeFile(tmp, append(data, '\n')); err != nil {
+		os.Remove(tmp)
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(f.dir, stateName)); err != nil {
+	if err := os.Rename(tmp, filepath.Join(f.dir, stateName)); err != nil {
+		os.Remove(tmp)
 		return err
 	}
 	f.written, f.last = seq, data
 	return nil
+}
+
+// writeFile writes data to a new or truncated file at path, mode 0600,
+// never through a symbolic link.
+func writeFile(path string, data []byte) error {
+	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := out.Write(data); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // restore reads the state file back: sessions and keeps as they were,
