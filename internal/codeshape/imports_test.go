@@ -20,11 +20,16 @@ var layers = map[string]int{
 	"internal/exitstatus": 0,
 	// The lean /proc/PID/stat reader: no procfs, for the lean front binary
 	// (and the procfs-based reader below it).
-	"internal/procstat":  1,
+	"internal/procstat": 1,
+	// Backends' names, options, choice and counters, as plain values.
+	"internal/backend":   1,
+	"internal/userfile":  1,
+	"internal/buildinfo": 1,
 	"internal/policy":    2,
 	"internal/proc":      2,
-	"internal/userfile":  2,
-	"internal/buildinfo": 2,
+	// A job's report, the reaper's outcomes and their text: below reap,
+	// loader and job, for the lean front binary.
+	"internal/jobreport": 2,
 	// The API's wire types, shared by server and client.
 	"internal/api":       3,
 	"internal/loader":    3,

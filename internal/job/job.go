@@ -65,7 +65,7 @@ func (j *Job) Decide(in policy.Input) policy.Decision {
 	in.Kept = in.Kept || j.keep.KeepsRoot(j.root)
 	d := policy.Decide(in)
 	j.t.detail("lineage: %s: %s\n", in.Event, d)
-	j.rep.decided(d, in.Reaping)
+	decided(&j.rep, d, in.Reaping)
 	return d
 }
 
@@ -90,7 +90,7 @@ func (j *Job) Reap(ctx context.Context, d policy.Decision, opts ReapOptions) {
 		if err != nil {
 			j.rep.Warnings = append(j.rep.Warnings, "list leftovers: "+err.Error())
 		}
-		j.rep.addLeftovers(ms, t.tree, t.proc)
+		addLeftovers(&j.rep, ms, t.tree, t.proc)
 		return
 	}
 	// Before anything is contained: what the rules spare, the kernel
@@ -126,7 +126,7 @@ func (j *Job) Reap(ctx context.Context, d policy.Decision, opts ReapOptions) {
 		// not exit after a forwarded signal).
 		select {
 		case st := <-j.exit:
-			j.rep.setStatus(st)
+			j.rep.SetStatus(st)
 			j.end.Status, j.end.Exited = st, true
 		case <-time.After(time.Second):
 		}
@@ -155,12 +155,12 @@ func (j *Job) source() reap.Source {
 func (j *Job) Report() *Report {
 	b := buildinfo.Get()
 	j.rep.Build = &b
-	j.rep.fill(j.t.tree)
+	j.rep.Fill(j.t.tree)
 	if st, err := j.t.backend.Stats(); err == nil {
 		j.rep.Stats = st
-		j.rep.warnLosses(j.t.choice.Backend)
+		j.rep.WarnLosses(j.t.choice.Backend)
 	}
-	j.rep.Incomplete = j.rep.incomplete()
+	j.rep.Incomplete = j.rep.Incompleteness()
 	return &j.rep
 }
 

@@ -51,12 +51,6 @@ type Holder struct {
 // again another way.
 var ErrNotRegistered = errors.New("the daemon did not register the job")
 
-// Whose tracker a report's job ran under ([Report.Tracker]).
-const (
-	TrackerStandalone = "standalone"
-	TrackerDaemon     = "daemon"
-)
-
 // RunRemote runs cfg.Spec as [Run] does, with the daemon's tracker in place
 // of one of its own: the root is started held, registered, then released,
 // so that its first instruction is tracked; lineage stays the root's
@@ -202,7 +196,7 @@ func (j *Job) awaitRoot() {
 	}
 	select {
 	case st := <-j.exit:
-		j.rep.setStatus(st)
+		j.rep.SetStatus(st)
 		j.end.Status, j.end.Exited = st, true
 	case <-time.After(time.Second):
 	}
@@ -216,6 +210,6 @@ func (j *Job) remoteReport(rep *Report) *Report {
 	rep.JobTook, rep.Exit, rep.Deadline = j.rep.JobTook, j.rep.Exit, j.rep.Deadline
 	rep.Interrupted, rep.Fatal = j.rep.Interrupted, j.rep.Fatal
 	rep.Tracker = TrackerDaemon
-	rep.Incomplete = rep.incomplete()
+	rep.Incomplete = rep.Incompleteness()
 	return rep
 }

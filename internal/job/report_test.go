@@ -34,8 +34,8 @@ func TestReportText(t *testing.T) {
 		Decision: "reap: the root exited",
 		Stats:    loader.Stats{EventsLost: 3, Undecodable: 2, Unattributed: 1},
 	}
-	r.setStatus(0)
-	r.warnLosses("bpf")
+	r.SetStatus(0)
+	r.WarnLosses("bpf")
 	var out bytes.Buffer
 	r.WriteText(&out, TextOptions{})
 	text := out.String()
@@ -138,11 +138,11 @@ func TestReportFromSteps(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var r Report
-			r.ended(c.end, time.Second)
+			ended(&r, c.end, time.Second)
 			if r.JobTook != time.Second {
 				t.Errorf("took %v", r.JobTook)
 			}
-			r.decided(policy.Decide(policy.Input{Event: c.end.Event(), Reaping: c.reaping, Kept: c.kept}), c.reaping)
+			decided(&r, policy.Decide(policy.Input{Event: c.end.Event(), Reaping: c.reaping, Kept: c.kept}), c.reaping)
 			c.check(t, &r)
 		})
 	}
@@ -154,11 +154,11 @@ func TestLeftBehind(t *testing.T) {
 	reaped := &Report{Root: root, Reap: &reap.Report{Outcomes: []reap.Outcome{
 		{Member: lineage.Member{Identity: root}}, {Member: lineage.Member{Identity: other}, Result: reap.Vanished},
 	}}}
-	if n, v := reaped.leftBehind(), reaped.vanished(); n != 1 || v != 1 {
+	if n, v := reaped.LeftBehind(), reaped.Vanished(); n != 1 || v != 1 {
 		t.Errorf("reaped: %d left behind, %d vanished; want 1, 1", n, v)
 	}
 	reported := &Report{Root: root, Leftovers: []Leftover{{Member: lineage.Member{Identity: root}}}}
-	if n := reported.leftBehind(); n != 0 {
+	if n := reported.LeftBehind(); n != 0 {
 		t.Errorf("reported: %d left behind, want 0: the root is not a leftover", n)
 	}
 }
@@ -184,7 +184,7 @@ func TestReportFill(t *testing.T) {
 		{Member: lineage.Member{Identity: root}, Argv: []string{"sh", "-c", "x"}, Status: &own},
 		{Member: lineage.Member{Identity: child}},
 	}}}
-	r.fill(tree)
+	r.Fill(tree)
 	if len(r.Contained) != 1 || r.Contained[0] != born {
 		t.Errorf("contained %v, want [%v]", r.Contained, born)
 	}

@@ -28,7 +28,7 @@ func (j *Job) Wait(opts WaitOptions) End {
 	if j.term != nil {
 		_ = j.term.Restore()
 	}
-	j.rep.ended(j.end, time.Since(j.started))
+	ended(&j.rep, j.end, time.Since(j.started))
 	return j.end
 }
 
@@ -76,4 +76,19 @@ func (j *Job) fatal(sig os.Signal) {
 	j.t.note("lineage: %v: the reap was cut short\n", sig)
 	j.end.Fatal = sig
 	j.rep.Fatal = sig.String()
+}
+
+// ended records how the wait for the root ended, took after it started.
+func ended(r *Report, end End, took time.Duration) {
+	r.JobTook = took
+	r.Deadline = end.Deadline
+	if end.Exited {
+		r.SetStatus(end.Status)
+	}
+	if end.Interrupted != nil {
+		r.Interrupted = end.Interrupted.String()
+	}
+	if end.Fatal != nil {
+		r.Fatal = end.Fatal.String()
+	}
 }
