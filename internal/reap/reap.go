@@ -9,6 +9,7 @@ import (
 
 	"github.com/lineage-dev/lineage/internal/jobreport"
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/pidfd"
 	"github.com/lineage-dev/lineage/internal/proc"
 )
 
@@ -29,7 +30,7 @@ var (
 	ErrSurvivors = errors.New("members survived the reap")
 	// ErrNotProcess is wrapped by [Signaler.Open] when the pid names a
 	// thread rather than a process (thread-group leader).
-	ErrNotProcess = errors.New("not a process")
+	ErrNotProcess = pidfd.ErrNotProcess
 	// ErrTimeout is wrapped by the error [Reap] returns when
 	// [Options.Timeout] passed before the lineage was empty.
 	ErrTimeout = errors.New("reap timed out")
