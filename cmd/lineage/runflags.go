@@ -46,7 +46,9 @@ func (s *safetyFlags) parse(maxMembers *uint32, procRoot string) error {
 	if pidMax, err := procstat.PIDMax(procRoot); err == nil && *maxMembers > pidMax && pidMax >= 2 {
 		*maxMembers = pidMax
 	}
-	if s.User != "" {
+	// --user runs standalone: the lean front hands it to lineage-tracker,
+	// which looks the user up (through NSS where it is built with cgo).
+	if s.User != "" && !leanFront {
 		var err error
 		if s.credential, err = lookupCredential(s.User); err != nil {
 			return fmt.Errorf("--user %q: %w", s.User, err)

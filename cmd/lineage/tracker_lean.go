@@ -14,6 +14,9 @@ import (
 	"github.com/lineage-dev/lineage/internal/exitstatus"
 )
 
+// leanFront: this is the lean front, not the complete binary.
+const leanFront = true
+
 // heavyCommands are, in the lean front, stand-ins that hand the command
 // line to lineage-tracker: help included, since they parse no flags. `run`
 // is the front's own: it runs a job through the daemon itself, and hands
