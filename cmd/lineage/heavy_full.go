@@ -4,6 +4,9 @@ package main
 
 import "github.com/spf13/cobra"
 
+// leanFront: this is the lean front, not the complete binary.
+const leanFront = false
+
 // heavyCommands are the commands that load BPF, read /proc through procfs
 // or serve metrics: in the complete binary, they run in-process.
 func heavyCommands(s streams) []*cobra.Command {

@@ -306,4 +306,24 @@ func testLeanFrontDrivesTheDaemon(t *testing.T, front, tracker string) {
 			allGone(t, ps)
 		}
 	}
+	testLeanFrontRunsRunItself(t, front, tracker, sock)
+}
+
+// A run through the daemon runs in the front itself; a standalone one in
+// the tracker. The job's parent is lineage run (the held root becomes the
+// command in place), so the job reads which binary that is.
+func testLeanFrontRunsRunItself(t *testing.T, front, tracker string, sock []string) {
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"through the daemon", []string{"run", "-q", "--"}, front},
+		{"standalone", []string{"run", "-q", "--standalone", "--"}, tracker},
+	} {
+		res := runBin(t, front, sock, append(c.args, "sh", "-c", `readlink /proc/$PPID/exe`)...)
+		if got := strings.TrimSpace(res.stdout); res.code != 0 || got != c.want {
+			t.Errorf("%s: lineage run ran as %q (exit %d), want %s; stderr:\n%s", c.name, got, res.code, c.want, res.stderr)
+		}
+	}
 }

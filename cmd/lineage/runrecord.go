@@ -1,17 +1,12 @@
-//go:build !lean
-
 package main
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 
 	"github.com/spf13/pflag"
 
-	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/userfile"
 )
 
 // recordFlags are `lineage run`'s forensic record flags.
@@ -41,21 +36,4 @@ func (r *recordFlags) parse() error {
 	}
 	r.redact = re
 	return nil
-}
-
-// open creates the record file for the invoking user before the job
-// starts; the job closes it. No --record: the zero spec.
-func (r *recordFlags) open() (job.RecordSpec, error) {
-	if r.File == "" {
-		return job.RecordSpec{}, nil
-	}
-	owner, err := userfile.Invoker(os.Getenv)
-	if err != nil {
-		return job.RecordSpec{}, fmt.Errorf("--record: %w", err)
-	}
-	f, err := userfile.Create(r.File, owner)
-	if err != nil {
-		return job.RecordSpec{}, fmt.Errorf("--record: %w", err)
-	}
-	return job.RecordSpec{File: f, Redact: r.redact}, nil
 }

@@ -1,5 +1,3 @@
-//go:build !lean
-
 package main
 
 import (
@@ -12,11 +10,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lineage-dev/lineage/internal/backend"
 	"github.com/lineage-dev/lineage/internal/client"
-	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/internal/jobreport"
+	"github.com/lineage-dev/lineage/internal/jobrun"
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/loader"
-	"github.com/lineage-dev/lineage/internal/proc"
+	"github.com/lineage-dev/lineage/internal/procstat"
 	"github.com/lineage-dev/lineage/internal/remote"
 )
 
@@ -33,29 +32,27 @@ func (o *runOptions) daemonWideFlag(cmd *cobra.Command) string {
 			return "--" + name
 		}
 	}
-	if o.backend == loader.BackendProc {
+	if o.backend == backend.Proc {
 		return "--backend proc"
 	}
 	return ""
 }
 
-// runJob runs the job through the daemon when one may be used; else, or
-// when the daemon did not take the job (nothing of it ran then), with a
-// tracker of lineage's own.
-func (o *runOptions) runJob(ctx context.Context, cfg job.Config) (*job.Report, job.End, error) {
+// runJob runs the job through the daemon when one may be used, in this
+// process (the lean front too); else, or when the daemon did not take the
+// job (nothing of it ran then), with a tracker of lineage's own
+// (runStandalone: in this process, or, from the lean front, in
+// lineage-tracker).
+func (o *runOptions) runJob(ctx context.Context) (*jobreport.Report, jobrun.End, error) {
 	if runner := o.daemon(ctx); runner != nil {
-		rep, end, err := job.RunRemote(ctx, cfg, o.holder(), runner)
+		rep, end, err := jobrun.RunRemote(ctx, o.jobConfig(), o.holder(), runner)
 		closeRunner(o, runner)
-		if !errors.Is(err, job.ErrNotRegistered) {
+		if !errors.Is(err, jobrun.ErrNotRegistered) {
 			return rep, end, err
 		}
 		o.detail("lineage: standalone: %v\n", err)
 	}
-	var err error
-	if cfg.Record, err = o.record.open(); err != nil {
-		return nil, job.End{}, err
-	}
-	return job.Run(ctx, cfg)
+	return o.runStandalone(ctx)
 }
 
 // openTimeout bounds the questions to the daemon before the job starts.
@@ -95,21 +92,15 @@ func (o *runOptions) daemon(ctx context.Context) *remote.Runner {
 	return r
 }
 
-func ownIdentity() (lineage.Identity, error) {
-	p, err := proc.Open("/proc")
-	if err != nil {
-		return lineage.Identity{}, err
-	}
-	return p.Identity(os.Getpid())
-}
+func ownIdentity() (lineage.Identity, error) { return procstat.Self() }
 
 // holder is lineage's own hidden held command: the lean front's, when
 // this is lineage-tracker and the front is beside it (it starts faster and
 // smaller, and the held root runs it before it becomes the command).
-func (o *runOptions) holder() job.Holder {
+func (o *runOptions) holder() jobrun.Holder {
 	path, err := os.Executable()
 	if err != nil {
-		return job.Holder{Path: "/proc/self/exe", Args: []string{heldCommand}}
+		return jobrun.Holder{Path: "/proc/self/exe", Args: []string{heldCommand}}
 	}
 	if filepath.Base(path) == trackerBinary {
 		front := filepath.Join(filepath.Dir(path), "lineage")
@@ -117,7 +108,7 @@ func (o *runOptions) holder() job.Holder {
 			path = front
 		}
 	}
-	return job.Holder{Path: path, Args: []string{heldCommand}}
+	return jobrun.Holder{Path: path, Args: []string{heldCommand}}
 }
 
 // closeRunner closes the job's session on the daemon.

@@ -14,11 +14,16 @@ import (
 	"github.com/lineage-dev/lineage/internal/exitstatus"
 )
 
+// leanFront: this is the lean front, not the complete binary.
+const leanFront = true
+
 // heavyCommands are, in the lean front, stand-ins that hand the command
-// line to lineage-tracker: help included, since they parse no flags.
+// line to lineage-tracker: help included, since they parse no flags. `run`
+// is the front's own: it runs a job through the daemon itself, and hands
+// the rest to lineage-tracker (run_lean.go).
 func heavyCommands(s streams) []*cobra.Command {
 	return []*cobra.Command{
-		newCmdTracker(s, "run", runShort, false),
+		newCmdRun(s, nil),
 		newCmdTracker(s, "doctor", doctorShort, false),
 		newCmdTracker(s, "report", reportShort, false),
 		newCmdTracker(s, guardianCommand, guardianShort, true),

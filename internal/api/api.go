@@ -215,3 +215,25 @@ type WhyStep struct {
 	// the daemon dropped to bound its memory; Parent is the first of them.
 	Skipped int `json:"skipped,omitempty"`
 }
+
+// EndRoot is the body of POST /v1/roots/{id}/end: a `lineage run` client's
+// job has ended. The server decides on the root's lineage for Event, with
+// the session's kind and keeps, reaps it or reports it, forgets the root,
+// and answers with the job's report (package jobreport's Report) as a
+// standalone run would write it, less what only the client knows (the
+// root's exit).
+type EndRoot struct {
+	// Event is "root-exit" or "deadline".
+	Event string `json:"event"`
+	// ReapingOff turns reaping off for this end, ReapingBy saying who did
+	// (the client's kill switch); it can't turn the daemon's on.
+	ReapingOff bool   `json:"reaping_off,omitempty"`
+	ReapingBy  string `json:"reaping_by,omitempty"`
+	// Linger, Grace and Timeout are as in package jobrun's ReapOptions;
+	// zero takes the daemon's.
+	Linger  time.Duration `json:"linger_ns,omitempty"`
+	Grace   time.Duration `json:"grace_ns,omitempty"`
+	Timeout time.Duration `json:"timeout_ns,omitempty"`
+	// Close closes the root's session afterwards (a run's own session).
+	Close bool `json:"close,omitempty"`
+}

@@ -19,19 +19,29 @@ var layers = map[string]int{
 	"internal/lineage":    0,
 	"internal/exitstatus": 0,
 	// The lean /proc/PID/stat reader: no procfs, for the lean front binary
-	// (and the procfs-based reader below it).
+	// (and the procfs-based reader below it). backend: the backends'
+	// names, options, choice and counters, as plain values.
 	"internal/procstat":  1,
+	"internal/backend":   1,
+	"internal/userfile":  1,
+	"internal/buildinfo": 1,
 	"internal/policy":    2,
 	"internal/proc":      2,
-	"internal/userfile":  2,
-	"internal/buildinfo": 2,
-	// The API's wire types, shared by server and client.
+	// pidfd: signals through pidfds, the start time checked by procstat.
+	// jobreport: a job's report, the reaper's outcomes and their text,
+	// below reap, loader and job, for the lean front binary.
+	"internal/pidfd":     2,
+	"internal/jobreport": 2,
+	// The API's wire types, shared by server and client. jobrun: a job's
+	// root as lineage's child, and a run through the daemon, with no
+	// backend, for the lean front binary (job's standalone run uses it).
 	"internal/api":       3,
 	"internal/loader":    3,
 	"internal/reap":      3,
 	"internal/supervise": 3,
 	"internal/record":    4,
 	"internal/guardian":  4,
+	"internal/jobrun":    4,
 	"internal/report":    5,
 	"internal/job":       5,
 	"internal/doctor":    5,

@@ -44,8 +44,8 @@ func goldenReports() map[string]func() *Report {
 				Stats:     loader.Stats{EventsLost: 3, MembersFull: 2, Forks: 10},
 				Warnings:  []string{"reap: something"},
 			}
-			r.setStatus(9)
-			r.warnLosses("proc")
+			r.SetStatus(9)
+			r.WarnLosses("proc")
 			return r
 		},
 		"leftovers": func() *Report {
@@ -63,8 +63,8 @@ func goldenReports() map[string]func() *Report {
 					{Member: lineage.Member{Identity: b, Parent: a}, Argv: []string{"sleep", "$HOME"}, Age: 999 * time.Microsecond},
 				},
 			}
-			r.setStatus(0)
-			r.warnLosses("proc")
+			r.SetStatus(0)
+			r.WarnLosses("proc")
 			return r
 		},
 		"deadline": func() *Report {
@@ -81,13 +81,13 @@ func goldenReports() map[string]func() *Report {
 					{Member: lineage.Member{Identity: a, Parent: root}, Result: reap.Vanished},
 				}},
 			}
-			r.setStatus(15)
+			r.SetStatus(15)
 			return r
 		},
 		"clean": func() *Report {
 			r := &Report{Command: []string{"true"}, Root: root, Backend: loader.Choice{Backend: "bpf"}, Started: started, JobTook: 42 * time.Millisecond, Decision: "reap: the root exited", Reap: &reap.Report{}}
-			r.setStatus(0)
-			r.warnLosses("proc")
+			r.SetStatus(0)
+			r.WarnLosses("proc")
 			return r
 		},
 		"unfinished": func() *Report {

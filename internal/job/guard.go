@@ -1,36 +1,14 @@
 package job
 
 import (
-	"os"
-	"time"
-
 	"github.com/lineage-dev/lineage/internal/guardian"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
-	"github.com/lineage-dev/lineage/internal/policy"
 )
-
-// GuardianSpec asks for a guardian: a process that reaps the job's lineage if
-// the tracker's process is killed where the kernel would not (see package
-// guardian). The zero value asks for none.
-type GuardianSpec struct {
-	// Path and Args start it: lineage's own executable and its hidden
-	// guardian command.
-	Path string
-	Args []string
-	// Stderr receives what it says when it acts; nil means /dev/null.
-	Stderr *os.File
-	// Always starts one even where the kernel would end the lineage itself
-	// (tests use it to behave as an older kernel does).
-	Always bool
-	// Reaping and Grace are the kill switch and the grace it reaps with.
-	Reaping policy.Reaping
-	Grace   time.Duration
-}
 
 // wanted reports whether a job with spec s needs a guardian on backend b:
 // the job asked to die with its supervisor, and the kernel won't do it.
-func (g GuardianSpec) wanted(s Spec, b loader.Backend) bool {
+func wanted(g GuardianSpec, s Spec, b loader.Backend) bool {
 	if g.Path == "" || !s.DieWithSupervisor || g.Reaping.Off {
 		return false
 	}
@@ -45,7 +23,7 @@ func (g GuardianSpec) wanted(s Spec, b loader.Backend) bool {
 // could not start, and then says why.
 func (t *Tracker) startGuardian(s Spec, beforeJob bool) *guardian.Guardian {
 	bpf, isBPF := t.backend.(*loader.BPF)
-	if beforeJob == isBPF || !s.Guardian.wanted(s, t.backend) {
+	if beforeJob == isBPF || !wanted(s.Guardian, s, t.backend) {
 		return nil
 	}
 	cfg := guardian.Config{

@@ -27,7 +27,7 @@ func TestReportIncompleteAndStrictExit(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := c.rep
-			r.Incomplete = r.incomplete()
+			r.Incomplete = r.Incompleteness()
 			got := strings.Join(r.Incomplete, "; ")
 			if c.want == "" {
 				if got != "" {

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/buildinfo"
+	"github.com/lineage-dev/lineage/internal/jobrun"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/reap"
-	"github.com/lineage-dev/lineage/internal/supervise"
 )
 
 // Job is one root on a tracker and the lineage it starts. Take it through
@@ -20,11 +20,10 @@ type Job struct {
 	t    *Tracker
 	root lineage.Identity
 	keep policy.KeepRules
-	// exit receives the root's exit status when the tracker spawned it.
-	exit    <-chan lineage.ExitStatus
-	term    *supervise.Terminal
+	// child is the root as lineage's child, when the tracker spawned it
+	// (nil for a registered root).
+	child   *jobrun.Root
 	started time.Time
-	end     End
 	rep     Report
 	// spared holds the members marked spared in the kernel (spare.go).
 	spared sync.Map
@@ -65,19 +64,8 @@ func (j *Job) Decide(in policy.Input) policy.Decision {
 	in.Kept = in.Kept || j.keep.KeepsRoot(j.root)
 	d := policy.Decide(in)
 	j.t.detail("lineage: %s: %s\n", in.Event, d)
-	j.rep.decided(d, in.Reaping)
+	decided(&j.rep, d, in.Reaping)
 	return d
-}
-
-// ReapOptions tune a reap.
-type ReapOptions struct {
-	// Linger is how long members may take to exit on their own.
-	Linger time.Duration
-	// Grace is the time between SIGTERM and SIGKILL.
-	Grace time.Duration
-	// Timeout bounds the whole reap (zero: reap.DefaultTimeout); past it,
-	// the members not yet gone are reported as survivors.
-	Timeout time.Duration
 }
 
 // Reap carries out d: it reaps the lineage when d says so, sparing what
@@ -90,7 +78,7 @@ func (j *Job) Reap(ctx context.Context, d policy.Decision, opts ReapOptions) {
 		if err != nil {
 			j.rep.Warnings = append(j.rep.Warnings, "list leftovers: "+err.Error())
 		}
-		j.rep.addLeftovers(ms, t.tree, t.proc)
+		addLeftovers(&j.rep, ms, t.tree, t.proc)
 		return
 	}
 	// Before anything is contained: what the rules spare, the kernel
@@ -121,15 +109,10 @@ func (j *Job) Reap(ctx context.Context, d policy.Decision, opts ReapOptions) {
 	if err != nil {
 		j.rep.Warnings = append(j.rep.Warnings, "reap: "+err.Error())
 	}
-	if j.exit != nil && !j.end.Exited {
-		// The root was reaped with its lineage (deadline, or it would
-		// not exit after a forwarded signal).
-		select {
-		case st := <-j.exit:
-			j.rep.setStatus(st)
-			j.end.Status, j.end.Exited = st, true
-		case <-time.After(time.Second):
-		}
+	if j.child != nil {
+		// The root may have been reaped with its lineage (deadline, or it
+		// would not exit after a forwarded signal).
+		j.child.AwaitExit(time.Second)
 	}
 }
 
@@ -155,14 +138,26 @@ func (j *Job) source() reap.Source {
 func (j *Job) Report() *Report {
 	b := buildinfo.Get()
 	j.rep.Build = &b
-	j.rep.fill(j.t.tree)
+	if j.child != nil {
+		j.child.Fill(&j.rep)
+	}
+	j.rep.Fill(j.t.tree)
 	if st, err := j.t.backend.Stats(); err == nil {
 		j.rep.Stats = st
-		j.rep.warnLosses(j.t.choice.Backend)
+		j.rep.WarnLosses(j.t.choice.Backend)
 	}
-	j.rep.Incomplete = j.rep.incomplete()
+	j.rep.Incomplete = j.rep.Incompleteness()
 	return &j.rep
 }
 
 // End is how the root ended, as far as the job knows.
-func (j *Job) End() End { return j.end }
+func (j *Job) End() End {
+	if j.child == nil {
+		return End{}
+	}
+	return j.child.End()
+}
+
+// Wait waits for a root the tracker spawned to exit, or for the deadline,
+// passing signals on to it (see [jobrun.Root.Wait]).
+func (j *Job) Wait(opts WaitOptions) End { return j.child.Wait(opts) }

@@ -58,7 +58,7 @@ func (j *Job) Live() ([]Leftover, error) {
 		return nil, fmt.Errorf("members of %s: %w", j.root, err)
 	}
 	var r Report
-	r.addLeftovers(ms, j.t.tree, j.t.proc)
+	addLeftovers(&r, ms, j.t.tree, j.t.proc)
 	return r.Leftovers, nil
 }
 
@@ -94,7 +94,7 @@ func (j *Job) SettleRun(ctx context.Context, opts SettleOptions) *Report {
 	rep := j.Settle(ctx, opts)
 	if st, err := j.t.backend.Stats(); err == nil {
 		rep.Stats = st
-		rep.warnLosses(j.t.choice.Backend)
+		rep.WarnLosses(j.t.choice.Backend)
 	}
 	return rep
 }

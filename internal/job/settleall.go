@@ -57,7 +57,7 @@ func (j *Job) settlement(opts SettleOptions) *settlement {
 	in.Kept = in.Kept || keep.KeepsRoot(j.root)
 	d := policy.Decide(in)
 	rep := &Report{Version: ReportVersion, Command: j.rep.Command, Root: j.root, Backend: t.choice, Started: j.started}
-	rep.decided(d, in.Reaping)
+	decided(rep, d, in.Reaping)
 	b := buildinfo.Get()
 	rep.Build = &b
 	s := &settlement{j: j, rep: rep, reap: d.Action == policy.Reap}
@@ -130,7 +130,7 @@ func (t *Tracker) settle(ctx context.Context, ss []*settlement, opts ReapOptions
 			if err != nil {
 				s.rep.Warnings = append(s.rep.Warnings, "list leftovers: "+err.Error())
 			}
-			s.rep.addLeftovers(all[r], t.tree, t.proc)
+			addLeftovers(s.rep, all[r], t.tree, t.proc)
 		}
 	}
 	if len(reaped) > 0 {
@@ -187,7 +187,7 @@ func (t *Tracker) reapAll(ctx context.Context, roots []lineage.Identity, byRoot 
 				s.rep.Warnings = append(s.rep.Warnings, "uncontain: "+err.Error())
 			}
 		}
-		s.rep.fill(t.tree)
+		s.rep.Fill(t.tree)
 	}
 }
 

@@ -2,7 +2,6 @@ package loader
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
@@ -129,22 +128,3 @@ func (o *ProcOptions) withDefaults() ProcOptions {
 
 // defaultMaxPending bounds the proc backend's queue of events for Run.
 const defaultMaxPending = 65536
-
-// ParseInterval reads an --interval value for the proc backend: "auto" (or
-// empty) adapts the interval to the cost of a scan and returns 0; anything
-// else is a Go duration ("250ms", "2s") that must be positive. Errors wrap
-// lineage.ErrInvalid.
-func ParseInterval(s string) (time.Duration, error) {
-	v := strings.TrimSpace(s)
-	if v == "" || strings.EqualFold(v, "auto") {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return 0, fmt.Errorf("%w option: poll interval %q: want a duration such as 250ms or 2s, or auto", lineage.ErrInvalid, s)
-	}
-	if d <= 0 {
-		return 0, fmt.Errorf("%w option: poll interval %q: must be positive (or auto)", lineage.ErrInvalid, s)
-	}
-	return d, nil
-}

@@ -20,27 +20,3 @@ type Sparer interface {
 
 // ErrNotMember is wrapped when an identity names no live member.
 var ErrNotMember = fmt.Errorf("not a member")
-
-// OnFull says what happens to a new process that the full membership map
-// can't hold.
-type OnFull string
-
-const (
-	// OnFullKill, the default, fails closed: the process is killed at
-	// birth (compat: at its first exec or fork), counted and reported.
-	OnFullKill OnFull = "kill"
-	// OnFullEscape lets it run untracked, counted and reported.
-	OnFullEscape OnFull = "escape"
-)
-
-// ParseOnFull reads "kill" or "escape"; "" is OnFullKill. Errors wrap
-// lineage.ErrInvalid.
-func ParseOnFull(s string) (OnFull, error) {
-	switch OnFull(s) {
-	case "", OnFullKill:
-		return OnFullKill, nil
-	case OnFullEscape:
-		return OnFullEscape, nil
-	}
-	return "", fmt.Errorf("%w option: on full %q: want kill or escape", lineage.ErrInvalid, s)
-}

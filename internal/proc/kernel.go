@@ -1,6 +1,8 @@
 package proc
 
 import (
+	"github.com/lineage-dev/lineage/internal/procstat"
+
 	"bufio"
 	"fmt"
 	"os"
@@ -10,19 +12,8 @@ import (
 	"time"
 )
 
-// PIDMax reads the kernel's pid_max under the /proc mounted at root: no
-// more processes than that can be alive at once.
-func PIDMax(root string) (uint32, error) {
-	b, err := os.ReadFile(filepath.Join(root, "sys/kernel/pid_max"))
-	if err != nil {
-		return 0, fmt.Errorf("read pid_max: %w", err)
-	}
-	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
-	if err != nil {
-		return 0, fmt.Errorf("read pid_max: %w", err)
-	}
-	return uint32(n), nil
-}
+// PIDMax reads the kernel's pid_max (see [procstat.PIDMax]).
+func PIDMax(root string) (uint32, error) { return procstat.PIDMax(root) }
 
 // BoottimeOffset reads the calling process's time namespace's boottime
 // offset from root/self/timens_offsets. A non-zero offset shifts every

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
@@ -119,4 +120,18 @@ func noProcess(pid int, err error) error {
 		return fmt.Errorf("pid %d: %w", pid, lineage.ErrNoProcess)
 	}
 	return fmt.Errorf("pid %d: %w", pid, err)
+}
+
+// PIDMax reads the kernel's pid_max under the /proc mounted at root: no
+// more processes than that can be alive at once.
+func PIDMax(root string) (uint32, error) {
+	b, err := os.ReadFile(filepath.Join(root, "sys/kernel/pid_max"))
+	if err != nil {
+		return 0, fmt.Errorf("read pid_max: %w", err)
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("read pid_max: %w", err)
+	}
+	return uint32(n), nil
 }

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/pidfd"
 )
 
 // pidfds is the default Signaler: a pin is a pidfd, and exits are awaited
@@ -29,35 +30,12 @@ func newPidfds() (*pidfds, error) {
 	return &pidfds{epfd: epfd, events: make([]unix.EpollEvent, 1024)}, nil
 }
 
-// openPidfd pins the process pid with a close-on-exec pidfd. It wraps
-// lineage.ErrNoProcess when no process has that pid and ErrNotProcess when
-// pid is a thread.
-func openPidfd(pid int) (int, error) {
-	fd, err := unix.PidfdOpen(pid, 0)
-	switch {
-	case errors.Is(err, unix.ESRCH):
-		return -1, fmt.Errorf("pidfd_open %d: %w", pid, lineage.ErrNoProcess)
-	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOENT):
-		// A thread, not a thread-group leader (ENOENT since Linux 6.9).
-		return -1, fmt.Errorf("pidfd_open %d: %w (%w)", pid, ErrNotProcess, err)
-	case err != nil:
-		return -1, fmt.Errorf("pidfd_open %d: %w", pid, err)
-	}
-	return fd, nil
-}
-
-// sendPidfd signals the process fd pins; it wraps lineage.ErrNoProcess when
-// the process is gone.
-func sendPidfd(fd int, sig syscall.Signal) error {
-	err := unix.PidfdSendSignal(fd, sig, nil, 0)
-	if errors.Is(err, unix.ESRCH) {
-		return fmt.Errorf("pidfd_send_signal: %w", lineage.ErrNoProcess)
-	}
-	if err != nil {
-		return fmt.Errorf("pidfd_send_signal: %w", err)
-	}
-	return nil
-}
+// openPidfd and sendPidfd are package pidfd's (see [pidfd.Open],
+// [pidfd.Send]).
+var (
+	openPidfd = pidfd.Open
+	sendPidfd = pidfd.Send
+)
 
 func (p *pidfds) Open(pid int) (Pin, error) {
 	fd, err := openPidfd(pid)

@@ -7,13 +7,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lineage-dev/lineage/internal/jobreport"
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/pidfd"
 	"github.com/lineage-dev/lineage/internal/proc"
 )
 
 // DefaultGrace is how long members have to act on SIGTERM when
-// [Options.Grace] is zero.
-const DefaultGrace = 5 * time.Second
+// [Options.Grace] is zero ([jobreport.DefaultGrace]).
+const DefaultGrace = jobreport.DefaultGrace
 
 // DefaultPoll is how often the Source is listed again while the reaper waits,
 // when [Options.Poll] is zero.
@@ -28,7 +30,7 @@ var (
 	ErrSurvivors = errors.New("members survived the reap")
 	// ErrNotProcess is wrapped by [Signaler.Open] when the pid names a
 	// thread rather than a process (thread-group leader).
-	ErrNotProcess = errors.New("not a process")
+	ErrNotProcess = pidfd.ErrNotProcess
 	// ErrTimeout is wrapped by the error [Reap] returns when
 	// [Options.Timeout] passed before the lineage was empty.
 	ErrTimeout = errors.New("reap timed out")
@@ -130,90 +132,29 @@ type Signaler interface {
 	Release(p Pin)
 }
 
-// Result says how a member's story ended.
-type Result string
-
-const (
-	// Exited: it ended without a signal from the reaper (during the linger,
-	// before its turn came, or it was already a zombie).
-	Exited Result = "exited"
-	// Terminated: it ended after SIGTERM, before SIGKILL.
-	Terminated Result = "terminated"
-	// Killed: it ended after SIGKILL.
-	Killed Result = "killed"
-	// Kept: Options.Keep spared it; it was never signalled.
-	Kept Result = "kept"
-	// Vanished: it was gone when the reaper first looked: its pid was
-	// free, or named another process, or it ended before its identity
-	// could be checked. Nothing was sent.
-	Vanished Result = "vanished"
-	// Refused: it is protected (see the package documentation); nothing was
-	// sent to it after the refusal. Reason says why.
-	Refused Result = "refused"
-	// Survived: the reaper meant to end it and could not confirm that it
-	// did (no permission, the reap was cut short). Reason says why.
-	Survived Result = "survived"
+// The outcome types are package jobreport's, which links nothing heavy (the
+// lean front prints a report with them).
+type (
+	// Result is [jobreport.Result].
+	Result = jobreport.Result
+	// Outcome is [jobreport.Outcome].
+	Outcome = jobreport.Outcome
+	// Phases is [jobreport.Phases].
+	Phases = jobreport.Phases
+	// Report is [jobreport.Reap].
+	Report = jobreport.Reap
 )
 
-// Outcome is what happened to one member.
-type Outcome struct {
-	Member lineage.Member `json:"member"`
-	// Argv is the member's command line: the Source's, or else read from
-	// /proc (and only kept when its identity was confirmed after reading).
-	Argv []string `json:"argv,omitempty"`
-	// Age is how long it lived: from its start to when its end was seen,
-	// or to the end of the reap for those still alive.
-	Age time.Duration `json:"age"`
-	// Signal is the signal that ended it: "", "TERM" or "KILL".
-	Signal string `json:"signal,omitempty"`
-	// Sent lists every signal sent to it, in order ("STOP", "TERM", "CONT",
-	// "KILL").
-	Sent   []string `json:"sent,omitempty"`
-	Result Result   `json:"result"`
-	Reason string   `json:"reason,omitempty"`
-	// Status is how it ended, when the kernel told: through its pidfd once
-	// its parent has reaped it (PIDFD_INFO_EXIT, Linux 6.15+), or in its
-	// stat while it was a zombie.
-	Status *lineage.ExitStatus `json:"status,omitempty"`
-}
-
-// Phases are how long each step of a reap took.
-type Phases struct {
-	Linger    time.Duration `json:"linger"`
-	Contain   time.Duration `json:"contain"`
-	Terminate time.Duration `json:"terminate"`
-	Kill      time.Duration `json:"kill"`
-}
-
-// Report is what a reap did. Every member the Source ever listed appears in
-// Outcomes exactly once, in the order it was first seen.
-type Report struct {
-	Outcomes []Outcome `json:"outcomes"`
-	// Containment is how the lineage was kept from growing: the name
-	// returned by Options.Contain, or lineage.ContainStop; "" when the lineage
-	// was empty after the linger.
-	Containment lineage.Containment `json:"containment,omitempty"`
-	// Passes counts the kill passes: list, kill, wait for the deaths.
-	Passes int           `json:"passes"`
-	Took   time.Duration `json:"took"`
-	Phases Phases        `json:"phases"`
-	// Survivors are the members that ended as Survived. It must be empty.
-	Survivors []lineage.Identity `json:"survivors,omitempty"`
-	// Warnings say what went wrong without stopping the reap (a failed
-	// Options.Contain, say).
-	Warnings []string `json:"warnings,omitempty"`
-}
-
-// Count returns how many outcomes ended as res.
-func (r Report) Count(res Result) int {
-	n := 0
-	for _, o := range r.Outcomes {
-		if o.Result == res {
-			n++
-		}
-	}
-	return n
-}
+// How a member's story ended (see [jobreport.Result]).
+const (
+	Exited     = jobreport.Exited
+	Terminated = jobreport.Terminated
+	Killed     = jobreport.Killed
+	Kept       = jobreport.Kept
+	Vanished   = jobreport.Vanished
+	Refused    = jobreport.Refused
+	Survived   = jobreport.Survived
+)
 
 // Reap ends the lineage that src lists:
 //

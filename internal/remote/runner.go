@@ -1,5 +1,5 @@
 // Package remote is `lineage run`'s side of a job run through the daemon:
-// a [Runner] is the [job.Remote] that [job.RunRemote] registers the job's
+// a [Runner] is the [jobrun.Remote] that [jobrun.RunRemote] registers the job's
 // root with and has end its lineage.
 package remote
 
@@ -11,19 +11,19 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/api"
+	"github.com/lineage-dev/lineage/internal/backend"
 	"github.com/lineage-dev/lineage/internal/client"
-	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/internal/jobreport"
+	"github.com/lineage-dev/lineage/internal/jobrun"
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
-	"github.com/lineage-dev/lineage/internal/server"
 )
 
 // Runner is one `lineage run` job's hold on the daemon: a session of its
 // own, autonomous, with the job's keep rules, owned by the calling process
 // (when asked), so that the daemon reaps the job if the caller dies. The
 // session is opened with the root's registration and closed with its end.
-// It is the [job.Remote] that [job.RunRemote] uses. Close it when the job
+// It is the [jobrun.Remote] that [jobrun.RunRemote] uses. Close it when the job
 // is done.
 type Runner struct {
 	c      *client.Client
@@ -53,7 +53,7 @@ func OpenRunner(ctx context.Context, c *client.Client, opts RunnerOptions) (*Run
 	if err := c.Do(ctx, http.MethodGet, "/v1/status", nil, &r.status); err != nil {
 		return nil, err
 	}
-	if opts.Backend != loader.BackendAuto && opts.Backend != r.status.Backend {
+	if opts.Backend != backend.Auto && opts.Backend != r.status.Backend {
 		return nil, fmt.Errorf("the daemon's backend is %q, not %q", r.status.Backend, opts.Backend)
 	}
 	return r, nil
@@ -67,7 +67,7 @@ func (r *Runner) Session() string {
 // Backend is the daemon's backend.
 func (r *Runner) Backend() string { return r.status.Backend }
 
-// Register is [job.Remote.Register]: it opens the job's session with root
+// Register is [jobrun.Remote.Register]: it opens the job's session with root
 // in it.
 func (r *Runner) Register(ctx context.Context, root lineage.Identity, command []string) error {
 	req := api.AddRoot{
@@ -85,15 +85,15 @@ func (r *Runner) Register(ctx context.Context, root lineage.Identity, command []
 	return err
 }
 
-// End is [job.Remote.End]: it closes the job's session too.
-func (r *Runner) End(ctx context.Context, end job.RemoteEnd) (*job.Report, error) {
-	req := server.EndRoot{
+// End is [jobrun.Remote.End]: it closes the job's session too.
+func (r *Runner) End(ctx context.Context, end jobrun.RemoteEnd) (*jobreport.Report, error) {
+	req := api.EndRoot{
 		Event:      end.Event.String(),
 		ReapingOff: end.Reaping.Off, ReapingBy: end.Reaping.By,
 		Linger: end.Reap.Linger, Grace: end.Reap.Grace, Timeout: end.Reap.Timeout,
 		Close: true,
 	}
-	var rep job.Report
+	var rep jobreport.Report
 	if err := r.c.Do(ctx, http.MethodPost, "/v1/roots/"+end.Root.String()+"/end", req, &rep); err != nil {
 		if ctx.Err() != nil {
 			// Hung up: the daemon hurries the reap; wait for it to end.

@@ -1,4 +1,4 @@
-package job
+package jobreport
 
 import (
 	"encoding/json"

@@ -1,7 +1,6 @@
-package job
+package jobrun
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -42,9 +41,9 @@ func TestEndEvent(t *testing.T) {
 	}
 }
 
-// TestRunStartErrors checks the exit statuses of a command that can't be
-// started; the lookup fails before anything is opened or spawned.
-func TestRunStartErrors(t *testing.T) {
+// TestLookPathStartErrors checks the exit statuses of a command that
+// can't be started.
+func TestLookPathStartErrors(t *testing.T) {
 	notExec := filepath.Join(t.TempDir(), "not-executable")
 	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -57,10 +56,13 @@ func TestRunStartErrors(t *testing.T) {
 		{filepath.Join(t.TempDir(), "missing"), ExitNotFound},
 		{notExec, ExitCannotRun},
 	} {
-		_, _, err := Run(context.Background(), Config{Spec: Spec{Command: []string{c.command}}})
+		_, err := LookPath(c.command)
 		var start *StartError
 		if !errors.As(err, &start) || start.Code != c.want {
 			t.Errorf("%s: %v, want a start error with exit %d", c.command, err, c.want)
 		}
+	}
+	if path, err := LookPath("sh"); err != nil || !filepath.IsAbs(path) {
+		t.Errorf("sh: %q, %v", path, err)
 	}
 }

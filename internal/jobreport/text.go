@@ -1,4 +1,4 @@
-package job
+package jobreport
 
 import (
 	"bufio"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/reap"
 )
 
 // TextOptions say how much [Report.WriteText] prints.
@@ -25,7 +24,7 @@ type TextOptions struct {
 
 // WriteText prints the report for people.
 func (r *Report) WriteText(w io.Writer, opts TextOptions) {
-	left := r.leftBehind()
+	left := r.LeftBehind()
 	if opts.Quiet && left == 0 && len(r.Warnings) == 0 {
 		return
 	}
@@ -88,11 +87,11 @@ func (r *Report) writeTable(w io.Writer, verbose bool) {
 	}
 	if r.Reap != nil {
 		for _, oc := range r.Reap.Outcomes {
-			if oc.Result == reap.Vanished && !verbose || !room() {
+			if oc.Result == Vanished && !verbose || !room() {
 				continue
 			}
 			result := string(oc.Result)
-			if oc.Reason != "" && (oc.Result == reap.Refused || oc.Result == reap.Survived || oc.Result == reap.Kept || oc.Result == reap.Killed) {
+			if oc.Reason != "" && (oc.Result == Refused || oc.Result == Survived || oc.Result == Kept || oc.Result == Killed) {
 				result += " (" + lineage.Printable(oc.Reason) + ")"
 			}
 			name := commandText(oc.Argv, oc.Member.Comm)
@@ -117,7 +116,7 @@ func (r *Report) writeTable(w io.Writer, verbose bool) {
 // writeNotes prints what the table doesn't say: vanished members,
 // containment, survivors, warnings and the backend's limits.
 func (r *Report) writeNotes(w io.Writer, verbose bool, left int) {
-	if n := r.vanished(); n > 0 && !verbose {
+	if n := r.Vanished(); n > 0 && !verbose {
 		fmt.Fprintf(w, "lineage: %d of them ended before the reaper reached them (-v lists them)\n", n)
 	}
 	if n := len(r.Contained); n > 0 {

@@ -1,7 +1,9 @@
-package job
+package jobrun
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"syscall"
 
 	"github.com/lineage-dev/lineage/internal/exitstatus"
@@ -62,4 +64,29 @@ func (e End) ExitCode() int {
 		return 128 + int(sig)
 	}
 	return ExitFailure
+}
+
+// StartError says that a job's command could not be started. Code is
+// [ExitNotFound] or [ExitCannotRun].
+type StartError struct {
+	Code int
+	Err  error
+}
+
+func (e *StartError) Error() string { return e.Err.Error() }
+
+func (e *StartError) Unwrap() error { return e.Err }
+
+// LookPath finds the program that a job's command names, as exec.LookPath
+// does; a command that can't be run is a [*StartError].
+func LookPath(name string) (string, error) {
+	path, err := exec.LookPath(name)
+	if err != nil {
+		code := ExitCannotRun
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			code = ExitNotFound
+		}
+		return "", &StartError{Code: code, Err: err}
+	}
+	return path, nil
 }

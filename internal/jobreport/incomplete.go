@@ -1,10 +1,9 @@
-package job
+package jobreport
 
 import (
 	"fmt"
 
 	"github.com/lineage-dev/lineage/internal/exitstatus"
-	"github.com/lineage-dev/lineage/internal/reap"
 )
 
 // ExitIncomplete is the exit status `lineage run --strict` gives a job
@@ -13,11 +12,11 @@ import (
 // 124 to 127.
 const ExitIncomplete = exitstatus.Incomplete
 
-// incomplete lists, for people, why the report can't vouch that the whole
+// Incompleteness lists, for people, why the report can't vouch that the whole
 // lineage was tracked and ended: lost or untracked processes, members that
 // outlived the reap (or its --reap-timeout), members the protected set
 // refused to signal. Empty means complete.
-func (r *Report) incomplete() []string {
+func (r *Report) Incompleteness() []string {
 	var why []string
 	if n := r.Stats.MembersFull; n > 0 {
 		why = append(why, fmt.Sprintf("%d %s not tracked (membership map full)", n, plural(int(n), "process was", "processes were")))
@@ -38,7 +37,7 @@ func (r *Report) incomplete() []string {
 		if n := len(r.Reap.Survivors); n > 0 {
 			why = append(why, fmt.Sprintf("%d %s survived the reap", n, plural(n, "process", "processes")))
 		}
-		if n := r.Reap.Count(reap.Refused); n > 0 {
+		if n := r.Reap.Count(Refused); n > 0 {
 			why = append(why, fmt.Sprintf("%d %s refused a signal (protected)", n, plural(n, "process was", "processes were")))
 		}
 	}

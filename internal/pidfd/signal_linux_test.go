@@ -1,4 +1,4 @@
-package reap
+package pidfd
 
 import (
 	"errors"
@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/proc"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -30,33 +29,29 @@ func startSleeper(t *testing.T, mark string) (*exec.Cmd, lineage.Identity) {
 func TestSignalChecksTheStartTime(t *testing.T) {
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
-	procFS, err := proc.Open("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
 	cmd, id := startSleeper(t, mark)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 
 	wrong := id
 	wrong.StartTicks++
-	if err := Signal(procFS, wrong, syscall.SIGKILL); !errors.Is(err, lineage.ErrIdentityMismatch) {
+	if err := Signal(wrong, syscall.SIGKILL); !errors.Is(err, lineage.ErrIdentityMismatch) {
 		t.Fatalf("signal with a wrong start time: %v, want ErrIdentityMismatch", err)
 	}
 	if !testutil.Alive(int(id.PID), id.StartTicks) {
 		t.Fatal("a wrong identity was signalled")
 	}
 	for _, bad := range []lineage.Identity{{PID: 1, StartTicks: 1}, {PID: 0, StartTicks: 1}, {PID: id.PID}} {
-		if err := Signal(procFS, bad, syscall.SIGKILL); !errors.Is(err, lineage.ErrInvalid) {
+		if err := Signal(bad, syscall.SIGKILL); !errors.Is(err, lineage.ErrInvalid) {
 			t.Errorf("signal %v: %v, want ErrInvalid", bad, err)
 		}
 	}
 	self, _, _ := testutil.StartTicks(os.Getpid())
-	if err := Signal(procFS, lineage.Identity{PID: uint32(os.Getpid()), StartTicks: self}, syscall.SIGKILL); err == nil {
+	if err := Signal(lineage.Identity{PID: uint32(os.Getpid()), StartTicks: self}, syscall.SIGKILL); err == nil {
 		t.Error("lineage signalled itself")
 	}
 
-	if err := Signal(procFS, id, syscall.SIGTERM); err != nil {
+	if err := Signal(id, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -68,7 +63,7 @@ func TestSignalChecksTheStartTime(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the sleeper did not get the signal")
 	}
-	if err := Signal(procFS, id, syscall.SIGTERM); !errors.Is(err, lineage.ErrNoProcess) {
+	if err := Signal(id, syscall.SIGTERM); !errors.Is(err, lineage.ErrNoProcess) {
 		t.Errorf("signal a reaped process: %v, want ErrNoProcess", err)
 	}
 }

@@ -1,4 +1,4 @@
-package job
+package jobrun
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // passedSignals are passed on to the job: lineage waits for it, then reaps.
@@ -20,37 +21,39 @@ var fatalSignals = []os.Signal{
 	syscall.SIGSTKFLT, syscall.SIGIO,
 }
 
-// signals are what lineage catches while it runs a job.
-type signals struct {
+// Signals are what lineage catches while it runs a job: the signals to pass
+// on to its root, the fatal ones, and SIGPIPE. One goroutine uses them.
+type Signals struct {
 	passed chan os.Signal
 	fatal  chan os.Signal
 	pipe   chan os.Signal
 }
 
-// catchSignals catches the passed-on and the fatal signals, and SIGPIPE,
+// CatchSignals catches the passed-on and the fatal signals, and SIGPIPE,
 // which it drops: a reader of lineage's stderr that went away must not
 // cost the reap. (Caught, not ignored: an ignored signal stays ignored
-// across exec, and the job must get SIGPIPE as usual.) Call stop when the
+// across exec, and the job must get SIGPIPE as usual.) Call Stop when the
 // job is done.
-func catchSignals() *signals {
-	s := &signals{passed: make(chan os.Signal, 4), fatal: make(chan os.Signal, 1), pipe: make(chan os.Signal, 1)}
+func CatchSignals() *Signals {
+	s := &Signals{passed: make(chan os.Signal, 4), fatal: make(chan os.Signal, 1), pipe: make(chan os.Signal, 1)}
 	signal.Notify(s.passed, passedSignals...)
 	signal.Notify(s.fatal, fatalSignals...)
 	signal.Notify(s.pipe, syscall.SIGPIPE)
 	return s
 }
 
-func (s *signals) stop() {
+// Stop stops catching the passed-on and fatal signals.
+func (s *Signals) Stop() {
 	signal.Stop(s.passed)
 	signal.Stop(s.fatal)
 	// SIGPIPE stays caught: the report is still to be printed.
 }
 
-// duringReap returns a context for the reap that a fatal signal cancels
+// DuringReap returns a context for the reap that a fatal signal cancels
 // (the reaper then kills what it knows of, stopped members too, without
 // waiting), and a function that ends the watch and returns the signal
 // that cut the reap short, if any.
-func (s *signals) duringReap(ctx context.Context) (context.Context, func() os.Signal) {
+func (s *Signals) DuringReap(ctx context.Context) (context.Context, func() os.Signal) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	var mu sync.Mutex
@@ -72,4 +75,10 @@ func (s *signals) duringReap(ctx context.Context) (context.Context, func() os.Si
 		defer mu.Unlock()
 		return got
 	}
+}
+
+// WaitOptions are the wait for the root with these signals, deadline and
+// grace (see [WaitOptions]).
+func (s *Signals) WaitOptions(deadline, grace time.Duration) WaitOptions {
+	return WaitOptions{Deadline: deadline, Signals: s.passed, Fatal: s.fatal, Grace: grace}
 }
