@@ -12,6 +12,9 @@ type Stat struct {
 	Comm    string
 	// Kernel is set for kernel threads (PF_KTHREAD).
 	Kernel bool
+	// Exiting is set while the process's leader thread is in exit(2)
+	// (PF_EXITING), before it shows as a zombie.
+	Exiting bool
 	// Threads is field 20, the number of threads. A process whose leader
 	// thread has exited shows state Z while its other threads run on; it
 	// is alive, and counts more than one thread.

@@ -9,6 +9,11 @@ import (
 // PFKthread is PF_KTHREAD, the flag (stat field 9) of a kernel thread.
 const PFKthread = 0x00200000
 
+// PFExiting is PF_EXITING, the flag (stat field 9) of a thread in exit(2):
+// set before the kernel's exit tracepoint runs, so before the tracker
+// forgets the process, and before it shows as a zombie.
+const PFExiting = 0x00000004
+
 // ErrMalformedStat is wrapped when a stat record can't be parsed.
 var ErrMalformedStat = errors.New("malformed stat")
 
@@ -87,6 +92,7 @@ func setField(st *Stat, field int, tok []byte) error {
 		st.Session = int(v)
 	case 9:
 		st.Kernel = v&PFKthread != 0
+		st.Exiting = v&PFExiting != 0
 	case 20:
 		st.Threads = int(v)
 	case 22:

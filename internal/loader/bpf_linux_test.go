@@ -456,3 +456,27 @@ func testUnrelatedProcessesAreNotMembers(t *testing.T, v Variant) {
 		t.Errorf("%d members, want 2 (sh and its sleep)", n)
 	}
 }
+
+// A command that exits at once is registered all the same: the exit hook
+// forgets its member entry before its zombie shows, and the spawn must
+// read that as an exit, not as a process running untracked.
+func TestSpawnOfACommandThatExitsAtOnce(t *testing.T) {
+	eachVariant(t, testSpawnOfACommandThatExitsAtOnce)
+}
+
+func testSpawnOfACommandThatExitsAtOnce(t *testing.T, v Variant) {
+	b := openBPF(t, &BPFOptions{Variant: v})
+	for i := range 300 {
+		cmd := exec.Command("true")
+		id, err := b.Spawn(cmd, RootOptions{})
+		if err != nil {
+			t.Fatalf("spawn %d of true: %v", i, err)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("true %d: %v", i, err)
+		}
+		if err := b.Forget(id); err != nil {
+			t.Fatalf("forget %v: %v", id, err)
+		}
+	}
+}

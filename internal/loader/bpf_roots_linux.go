@@ -99,11 +99,13 @@ func (b *BPF) settleSpawned(pid uint32) (lineage.Identity, bool) {
 }
 
 // runningUntracked reports whether id runs without a member entry: it was
-// never tracked, unlike a command that already exited, whose zombie waits
-// for its parent with the root entry still naming it.
+// never tracked, unlike a command that already exited or is exiting. The
+// exit hook forgets a member as it exits, before its zombie shows (state
+// Z), so a command that exits at once is read as exiting (PF_EXITING) or
+// a zombie, never as running.
 func (b *BPF) runningUntracked(id lineage.Identity) bool {
 	st, err := b.proc.Stat(int(id.PID))
-	return err == nil && st.StartTicks == id.StartTicks && st.State != "Z"
+	return err == nil && st.StartTicks == id.StartTicks && st.State != "Z" && !st.Exiting
 }
 
 // Register implements Backend.

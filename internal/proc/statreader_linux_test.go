@@ -429,6 +429,7 @@ func (p FS) procfsStat(pid int) (lineage.Stat, error) {
 		State:      st.State,
 		Comm:       st.Comm,
 		Kernel:     st.Flags&pfKthread != 0,
+		Exiting:    st.Flags&lineage.PFExiting != 0,
 		Threads:    st.NumThreads,
 		StartStack: st.StartStack,
 	}, nil

@@ -52,6 +52,11 @@ func TestParseStatFields(t *testing.T) {
 	if st != want {
 		t.Fatalf("Parse = %+v\nwant    %+v", st, want)
 	}
+	// PF_FORKNOEXEC|PF_EXITING: a process in exit(2), not yet a zombie.
+	st, err = lineage.ParseStat(13, []byte("13 (sh) R 1 13 13 0 -1 4194308 0 0 0 0 0 0 0 0 20 0 1 0 501\n"), "")
+	if err != nil || !st.Exiting || st.Kernel {
+		t.Fatalf("an exiting process: %+v, %v; want Exiting, not Kernel", st, err)
+	}
 	if _, err := lineage.ParseStat(12, []byte("12 (sh) S 1"), ""); !errors.Is(err, lineage.ErrMalformedStat) {
 		t.Fatalf("a short record: %v, want ErrMalformed", err)
 	}
