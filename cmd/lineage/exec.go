@@ -12,6 +12,9 @@ import (
 	"github.com/lineage-dev/lineage/internal/api"
 	"github.com/lineage-dev/lineage/internal/client"
 	"github.com/lineage-dev/lineage/internal/exitstatus"
+	// In a cgo build, a constructor runs the plain `lineage exec` before
+	// the Go runtime starts: see the package's doc.
+	_ "github.com/lineage-dev/lineage/internal/fastexec"
 	"github.com/lineage-dev/lineage/internal/procstat"
 )
 

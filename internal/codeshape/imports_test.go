@@ -18,6 +18,9 @@ const module = "github.com/lineage-dev/lineage/"
 var layers = map[string]int{
 	"internal/lineage":    0,
 	"internal/exitstatus": 0,
+	// lineage exec's fast path, in C before the Go runtime starts: it
+	// imports nothing of the project.
+	"internal/fastexec": 0,
 	// The lean /proc/PID/stat reader: no procfs, for the lean front binary
 	// (and the procfs-based reader below it). backend: the backends'
 	// names, options, choice and counters, as plain values.
