@@ -118,7 +118,8 @@ func TestServeRefusesBadInputAndChangesNothing(t *testing.T) {
 	d.do("POST", "/v1/sessions/keep/close", nil, nil)
 }
 
-// snapshot is the daemon's sessions and its state file, as text.
+// snapshot is the daemon's sessions and its state (the snapshot file and
+// the journal), as text.
 func snapshot(t *testing.T, d *daemon) string {
 	t.Helper()
 	var ss []server.Session
@@ -128,5 +129,9 @@ func snapshot(t *testing.T, d *daemon) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(data) + string(state)
+	journal, err := os.ReadFile(filepath.Join(d.state, "state.journal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data) + string(state) + string(journal)
 }

@@ -13,34 +13,51 @@ import (
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
-// dropSessions removes the sessions ids from the daemon's state file, as a
-// lost write would have left it.
+// dropSessions removes the sessions ids from the daemon's state (its
+// snapshot and its journal's records), as a lost write would have left it.
 func dropSessions(t *testing.T, d *daemon, ids ...string) {
 	t.Helper()
-	path := filepath.Join(d.state, "state.json")
+	dropped := map[string]bool{}
+	drop := func(all []any) []any {
+		return slices.DeleteFunc(all, func(s any) bool {
+			m, _ := s.(map[string]any)
+			id := fmt.Sprint(m["id"])
+			dropped[id] = dropped[id] || slices.Contains(ids, id)
+			return slices.Contains(ids, id)
+		})
+	}
+	editJSONLines(t, filepath.Join(d.state, "state.json"), drop)
+	editJSONLines(t, filepath.Join(d.state, "state.journal"), drop)
+	for _, id := range ids {
+		if !dropped[id] {
+			t.Fatalf("state in %s: no session %s", d.state, id)
+		}
+	}
+}
+
+// editJSONLines rewrites each line of the file at path (a JSON object) with
+// its "sessions" edited by edit.
+func editJSONLines(t *testing.T, path string, edit func([]any) []any) {
+	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st map[string]any
-	if err := json.Unmarshal(data, &st); err != nil {
-		t.Fatal(err)
-	}
-	all, _ := st["sessions"].([]any)
-	kept := []any{}
-	for _, s := range all {
-		if m, _ := s.(map[string]any); !slices.Contains(ids, fmt.Sprint(m["id"])) {
-			kept = append(kept, s)
+	var out []byte
+	for line := range strings.Lines(string(data)) {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatalf("%s: %v", path, err)
 		}
+		all, _ := v["sessions"].([]any)
+		v["sessions"] = edit(all)
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(append(out, b...), '\n')
 	}
-	if len(kept) != len(all)-len(ids) {
-		t.Fatalf("state file %s: sessions %v, want %v among them", path, all, ids)
-	}
-	st["sessions"] = kept
-	if data, err = json.Marshal(st); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, data, 0o600); err != nil {
+	if err := os.WriteFile(path, out, 0o600); err != nil {
 		t.Fatal(err)
 	}
 }

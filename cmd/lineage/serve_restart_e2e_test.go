@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,7 +28,15 @@ func TestServeRestartRestoresSessions(t *testing.T) {
 
 	d.kill9()
 	allAlive(t, left)
+	// The session was opened after the daemon's first snapshot: the
+	// journal has it, and the restarted daemon compacts it into a new one.
+	if snap := stateFiles(t, d); strings.Contains(snap["state.json"], `"id":"restart"`) || !strings.Contains(snap["state.journal"], `"id":"restart"`) {
+		t.Errorf("state before the restart: %q, want the session in the journal alone", snap)
+	}
 	d.start()
+	if snap := stateFiles(t, d); !strings.Contains(snap["state.json"], `"id":"restart"`) {
+		t.Errorf("state after the restart: %q, want the session in the snapshot", snap)
+	}
 	var after server.Session
 	d.do("GET", "/v1/sessions/restart", nil, &after)
 	if len(after.Roots) != 1 || after.Roots[0].Root != before.Roots[0].Root || len(after.Keeps) != 1 || after.Kind != "autonomous" {
@@ -73,4 +84,18 @@ func TestServeRestartFindsLeftoversOfAGoneRoot(t *testing.T) {
 	}
 	d.do("POST", "/v1/sessions/gone/turn-end", nil, nil)
 	allGone(t, left)
+}
+
+// stateFiles is the daemon's state directory: each file's contents by name.
+func stateFiles(t *testing.T, d *daemon) map[string]string {
+	t.Helper()
+	files := map[string]string{}
+	for _, name := range []string{"state.json", "state.journal"} {
+		data, err := os.ReadFile(filepath.Join(d.state, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[name] = string(data)
+	}
+	return files
 }

@@ -11,7 +11,8 @@
 // behalf of a caller never signals what that caller could not signal with
 // kill(2); such processes are reported instead.
 //
-// Sessions, roots and keeps are written atomically to a state directory
-// after every change, and read back when the server starts. A [Server] is
+// Sessions, roots and keeps are kept in a state directory, a snapshot and
+// an append-only journal of the changes after it (state.go, journal.go),
+// saved after every change and read back when the server starts. A [Server] is
 // safe for concurrent use by multiple goroutines.
 package server

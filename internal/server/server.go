@@ -118,6 +118,9 @@ func Open(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.adoptUnlisted()
+	// The first save writes a snapshot (the state as restored) and starts
+	// an empty journal: a restarted daemon starts from one snapshot.
+	s.save()
 	s.stopSave = make(chan struct{})
 	if s.state != nil {
 		s.saving.Add(1)
@@ -144,10 +147,10 @@ func (s *Server) Serve(ln net.Listener) error {
 	return err
 }
 
-// Close stops serving, ends the event streams, stops watching owners and
-// closes the tracker, which tracks on in the kernel when it is pinned.
-// Roots are neither reaped nor forgotten: the state file keeps them for the
-// next start.
+// Close stops serving, ends the event streams, stops watching owners,
+// compacts the state into one snapshot and closes the tracker, which
+// tracks on in the kernel when it is pinned. Roots are neither reaped nor
+// forgotten: the state keeps them for the next start.
 func (s *Server) Close() error {
 	s.closing.Do(func() { s.closeErr = s.close() })
 	return s.closeErr
@@ -170,6 +173,11 @@ func (s *Server) close() error {
 		se.stopOwner()
 	}
 	s.mu.Unlock()
+	if s.state != nil {
+		if err := s.state.close(); err != nil {
+			s.note("lineage: save state: %v\n", err)
+		}
+	}
 	return s.tracker.Close()
 }
 

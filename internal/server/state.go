@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,37 +26,53 @@ const stateVersion = 1
 // stateName is the state file's name in the state directory.
 const stateName = "state.json"
 
-// stateFile writes the server's state atomically: a snapshot taken under
-// Server.mu is written to a temporary file and renamed over the last one,
-// as compact JSON (every registration writes it; jq shows it indented).
-// Writes are ordered: an older snapshot never replaces a newer.
+// stateFile keeps the server's state in two files: a snapshot (stateName),
+// written to a temporary file and renamed over the last one, and beside it
+// a journal (journalName, journal.go), to which each save appends, in one
+// write(2), what changed since the last: the views of the sessions that
+// changed, the ids of those gone, the next session number. Both are compact
+// JSON (jq shows them indented). The journal is compacted into a new
+// snapshot when it outgrows its bound, when the server starts and when it
+// closes. Writes are ordered: an older save never replaces a newer.
 //
-// Nothing is fsynced. The rename makes a write atomic against the daemon's
-// own crash (a kill -9 leaves the page cache, so the old file or the new one
-// is read back, never a torn one). What an fsync would add is a state that
+// Nothing is fsynced. The rename makes a snapshot atomic against the
+// daemon's own crash (a kill -9 leaves the page cache, so the old file or
+// the new one is read back, never a torn one), and an append that a crash
+// cuts short leaves a torn last line, which is ignored at restore: a save is
+// read back whole or not at all. What an fsync would add is a state that
 // outlives a crash of the kernel or the machine, and that state is useless:
 // the pinned maps live in bpffs, which is memory, and every process the
-// state names is gone with them. So the state records the boot it was
-// written in, and a state from an earlier boot is set aside, whole, at
-// restore (earlierBoot). Dropping the two fsyncs saves 6 to 12 ms on every
-// registration.
+// state names is gone with them. So the snapshot records the boot it was
+// written in, and a state from an earlier boot is set aside, snapshot and
+// journal, at restore (earlierBoot). Dropping the two fsyncs saved 6 to 12
+// ms on every registration; appending instead of renaming saves ext4's
+// writeback of the renamed file (its auto_da_alloc heuristic) and the
+// writing out of every session at every save.
 type stateFile struct {
 	dir     string
 	boot    string // this boot's boot_id, "" when unknown
 	mu      sync.Mutex
 	taken   uint64 // guarded by Server.mu
 	written uint64 // guarded by mu
-	last    []byte // guarded by mu: what was written last
+	disk    onDisk // guarded by mu
 }
 
-type savedState struct {
+// stateOf is the snapshot's layout, its sessions as views (read back) or
+// as the bytes of their views (written).
+type stateOf[S any] struct {
 	Version int `json:"version"`
 	// Boot is the kernel's boot_id when the state was written.
 	Boot   string `json:"boot,omitempty"`
 	NextID int    `json:"next_id"`
+	// Seq is the last journal sequence the snapshot includes: records
+	// up to it are skipped at replay.
+	Seq uint64 `json:"seq,omitempty"`
 	// Sessions are as the API shows them, open ones only.
-	Sessions []Session `json:"sessions"`
+	Sessions []S `json:"sessions"`
 }
+
+// savedState is the state as saved and restored.
+type savedState = stateOf[Session]
 
 func openState(dir string) (*stateFile, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -173,28 +188,30 @@ func (s *Server) backgroundSave() {
 	}
 }
 
+// write saves st, taken as the seq-th save: the views of its sessions are
+// marshalled outside mu, and compared under it with those last written.
+// A save older than one written already is dropped.
 func (f *stateFile) write(seq uint64, st savedState) error {
-	data, err := json.Marshal(st)
-	if err != nil {
-		return err
+	views := make(map[string][]byte, len(st.Sessions))
+	for _, v := range st.Sessions {
+		data, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		views[v.ID] = data
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if seq <= f.written || bytes.Equal(data, f.last) {
+	if seq <= f.written {
 		return nil
 	}
-	// One temporary name will do: writes are serialised by mu.
-	tmp := filepath.Join(f.dir, stateName+".tmp")
-	if err := writeFile(tmp, append(data, '\n')); err != nil {
-		os.Remove(tmp)
-		return err
+	before := f.disk.seq
+	err := f.save(views, st.NextID)
+	// A snapshot written before its new journal failed is written.
+	if err == nil || f.disk.seq != before {
+		f.written = seq
 	}
-	if err := os.Rename(tmp, filepath.Join(f.dir, stateName)); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	f.written, f.last = seq, data
-	return nil
+	return err
 }
 
 // writeFile writes data to a new or truncated file at path, mode 0600,
@@ -211,38 +228,24 @@ func writeFile(path string, data []byte) error {
 	return out.Close()
 }
 
-// restore reads the state file back: sessions and keeps as they were,
-// roots taken back. A pinned tracker that has a root registered still has
-// its lineage exact, members forked while no daemon ran included, even when
-// the root itself is gone; other roots are registered again (their
-// descendants adopted again from /proc), and one that is gone is dropped
-// and said so. A session whose owner is gone is closed. A state from an
-// earlier boot is set aside (renamed with the suffix .earlier-boot) and the
-// daemon starts empty: its processes and pins died with that boot, and its
-// identities, counted in ticks since boot, could name this boot's processes.
+// restore reads the state back (the snapshot, then the journal's records
+// after it): sessions and keeps as they were, roots taken back. A pinned
+// tracker that has a root registered still has its lineage exact, members
+// forked while no daemon ran included, even when the root itself is gone;
+// other roots are registered again (their descendants adopted again from
+// /proc), and one that is gone is dropped and said so. A session whose
+// owner is gone is closed. A state from an earlier boot is set aside (both
+// files renamed with the suffix .earlier-boot) and the daemon starts empty:
+// its processes and pins died with that boot, and its identities, counted
+// in ticks since boot, could name this boot's processes. A state that
+// doesn't read is an error, and nothing is restored.
 func (s *Server) restore() error {
 	if s.state == nil {
 		return nil
 	}
-	path := filepath.Join(s.state.dir, stateName)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read state: %w", err)
-	}
-	var st savedState
-	perr := json.Unmarshal(data, &st)
-	if info, err := os.Stat(path); err == nil && s.state.earlierBoot(st, perr == nil, info.ModTime(), time.Now().Add(-proc.BootTime())) {
-		s.note("lineage: the state in %s is from an earlier boot, whose processes and pins are gone: set aside as %s.earlier-boot\n", path, stateName)
-		return os.Rename(path, path+".earlier-boot")
-	}
-	if perr != nil {
-		return fmt.Errorf("read state: %w", perr)
-	}
-	if st.Version != stateVersion {
-		return fmt.Errorf("read state: version %d: want %d", st.Version, stateVersion)
+	st, ok, err := s.state.load(s.note)
+	if err != nil || !ok {
+		return err
 	}
 	s.nextID = st.NextID
 	var orphaned []*session
@@ -258,6 +261,70 @@ func (s *Server) restore() error {
 		go s.closeSession(contextBackground(), se.id, se.uid)
 	}
 	return nil
+}
+
+// earlierBootSuffix is added to the names of a state set aside.
+const earlierBootSuffix = ".earlier-boot"
+
+// load reads the snapshot and replays the journal over it; ok is false
+// when there is no state, or an earlier boot's, set aside. Nothing is
+// changed on an error.
+func (f *stateFile) load(note func(string, ...any)) (st savedState, ok bool, err error) {
+	path := filepath.Join(f.dir, stateName)
+	data, err := os.ReadFile(path)
+	snapshot := err == nil
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return st, false, fmt.Errorf("read state: %w", err)
+	}
+	var perr error
+	if snapshot {
+		perr = json.Unmarshal(data, &st)
+	}
+	if aside, err := f.setAside(st, snapshot, perr == nil, note); aside || err != nil {
+		return savedState{}, false, err
+	}
+	if perr != nil {
+		return st, false, fmt.Errorf("read state: %w", perr)
+	}
+	if snapshot && st.Version != stateVersion {
+		return st, false, fmt.Errorf("read state: version %d: want %d", st.Version, stateVersion)
+	}
+	jpath := filepath.Join(f.dir, journalName)
+	if _, err := os.Lstat(jpath); !snapshot && err == nil {
+		return st, false, fmt.Errorf("read state: %s has no %s beside it: remove it to start empty", jpath, stateName)
+	}
+	recs, last, err := readJournal(jpath, st.Seq, note)
+	if err != nil {
+		return st, false, err
+	}
+	replay(&st, recs)
+	f.mu.Lock()
+	f.disk.seq = last
+	f.mu.Unlock()
+	return st, snapshot, nil
+}
+
+// setAside renames the snapshot and the journal with earlierBootSuffix
+// when they are from an earlier boot: the snapshot's (st, parsed when it
+// reads), or the journal's when there is no snapshot.
+func (f *stateFile) setAside(st savedState, snapshot, parsed bool, note func(string, ...any)) (bool, error) {
+	name := stateName
+	if !snapshot {
+		name = journalName
+	}
+	info, err := os.Lstat(filepath.Join(f.dir, name))
+	if err != nil || !f.earlierBoot(st, parsed, info.ModTime(), time.Now().Add(-proc.BootTime())) {
+		return false, nil
+	}
+	note("lineage: the state in %s is from an earlier boot, whose processes and pins are gone: set aside as %s%s and %s%s\n",
+		f.dir, stateName, earlierBootSuffix, journalName, earlierBootSuffix)
+	for _, n := range []string{stateName, journalName} {
+		p := filepath.Join(f.dir, n)
+		if err := os.Rename(p, p+earlierBootSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return true, err
+		}
+	}
+	return true, nil
 }
 
 // restoreRoot takes id back as a root of se, as saved in r.

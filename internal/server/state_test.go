@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ func TestEarlierBoot(t *testing.T) {
 }
 
 // A state written in another boot names processes and pins that died with
-// it: the daemon starts empty, and keeps the file aside.
+// it: the daemon starts empty, and keeps the snapshot and the journal aside.
 func TestRestoreSetsAsideAnEarlierBoot(t *testing.T) {
 	dir := t.TempDir()
 	f, err := openState(dir)
@@ -54,6 +55,10 @@ func TestRestoreSetsAsideAnEarlierBoot(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	journal := filepath.Join(dir, journalName)
+	if err := os.WriteFile(journal, []byte(`{"seq":1,"next_id":8}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	var log bytes.Buffer
 	s := &Server{state: f, log: &log, sessions: map[string]*session{}}
 	if err := s.restore(); err != nil {
@@ -65,8 +70,13 @@ func TestRestoreSetsAsideAnEarlierBoot(t *testing.T) {
 	if _, err := os.Stat(path + ".earlier-boot"); err != nil {
 		t.Errorf("the earlier boot's state was not set aside: %v", err)
 	}
-	if _, err := os.Stat(path); !os.IsNotExist(err) {
-		t.Errorf("state.json still there: %v", err)
+	if _, err := os.Stat(journal + ".earlier-boot"); err != nil {
+		t.Errorf("the earlier boot's journal was not set aside: %v", err)
+	}
+	for _, p := range []string{path, journal} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s still there: %v", p, err)
+		}
 	}
 	if !strings.Contains(log.String(), "earlier boot") {
 		t.Errorf("nothing said: %q", log.String())
@@ -74,7 +84,8 @@ func TestRestoreSetsAsideAnEarlierBoot(t *testing.T) {
 }
 
 // The state names this boot, is written without a temporary file left
-// behind, and reads back as written.
+// behind (a snapshot, and an empty journal beside it), and reads back as
+// written.
 func TestStateWriteNamesTheBoot(t *testing.T) {
 	dir := t.TempDir()
 	f, err := openState(dir)
@@ -84,9 +95,13 @@ func TestStateWriteNamesTheBoot(t *testing.T) {
 	if err := f.write(1, savedState{Version: stateVersion, Boot: f.boot, NextID: 3, Sessions: []Session{}}); err != nil {
 		t.Fatal(err)
 	}
+	var names []string
 	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 || entries[0].Name() != stateName {
-		t.Fatalf("state dir holds %v, want %s alone", entries, stateName)
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if !slices.Equal(names, []string{journalName, stateName}) {
+		t.Fatalf("state dir holds %v, want %s and %s", names, stateName, journalName)
 	}
 	data, err := os.ReadFile(filepath.Join(dir, stateName))
 	if err != nil {

@@ -102,8 +102,8 @@ func TestStateWritesInOrder(t *testing.T) {
 	if err := json.Unmarshal(data, &st); err != nil || st.NextID != 2 {
 		t.Errorf("state %s: %v", data, err)
 	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
-		t.Errorf("%d files in the state dir, want 1", len(entries))
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("%d files in the state dir, want 2 (the snapshot, the journal)", len(entries))
 	}
 }
 
