@@ -14,7 +14,13 @@ pin=""
 if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then
 	pin="taskset -c 0"
 fi
-$pin "$out/lineage-bench" -lineage "$bin" | tee "$out/lineage-bench.md"
+# The sidecar's baseline is Go's lineage exec: this tree's front built
+# without cgo (no fast path), beside the same tracker, timed in the same
+# rounds as the fast path.
+gopath="$out/front-without-fast-path"
+mkdir -p "$gopath"
+make -s build FRONT_CGO=0 BIN="$gopath/lineage" TRACKER="$gopath/lineage-tracker"
+$pin "$out/lineage-bench" -lineage "$bin" -serve-baseline "$gopath/lineage" | tee "$out/lineage-bench.md"
 
 echo
 echo "== what lineage run --record costs the spawner (cmd/lineage-bench -record)"
