@@ -200,6 +200,7 @@ func testExecFastFallsBack(t *testing.T, d *daemon, fast, ref execRunner) {
 		goRuns bool // the fast binary starts Go
 	}{
 		{"invalid session", nil, []string{"--session", "a b/c", "--kind", "autonomous", "--", "true"}, true},
+		{"unknown kind", nil, []string{"--session", "fast-kind", "--kind", "bogus", "--", "sh", "-c", "echo ran"}, true},
 		{"no daemon", []string{client.EnvSocket + "=/nonexistent/lineage.sock"}, []string{"--session", "fast-x", "--", "true"}, true},
 		{"not found", nil, []string{"--session", "fast-x", "--", "no-such-command-lineage-test"}, true},
 		{"no session", nil, []string{"--", "true"}, true},
@@ -220,6 +221,15 @@ func testExecFastFallsBack(t *testing.T, d *daemon, fast, ref execRunner) {
 			}
 			sameOutcome(t, a, b)
 		})
+	}
+	// The daemon refuses an unknown kind (400): Go's path says so, and
+	// nothing ran or was registered.
+	res := fast(nil, "exec", "--session", "fast-kind", "--kind", "bogus", "--", "sh", "-c", "echo ran")
+	if res.code == 0 || strings.Contains(res.stdout, "ran") || !strings.Contains(res.stderr, `kind "bogus"`) {
+		t.Errorf("--kind bogus: exit %d, stdout %q, stderr %q; want refused, naming the kind", res.code, res.stdout, withoutInitTrace(res.stderr))
+	}
+	if roots := d.rootsOf(t, "fast-kind"); roots != nil {
+		t.Errorf("--kind bogus opened session fast-kind with roots %v", roots)
 	}
 }
 

@@ -82,6 +82,10 @@ func TestServeRefusesBadInputAndChangesNothing(t *testing.T) {
 		{"POST", "/v1/sessions", fmt.Sprintf(`{"id":"x","owner":{"pid":%d,"start":5}}`, gone.Process.Pid), 404},
 		{"POST", "/v1/sessions", `{"id":"has space"}`, 400},
 		{"POST", "/v1/sessions", `{"kind":7}`, 400},
+		{"POST", "/v1/sessions", `{"id":"x","kind":"bogus"}`, 400},
+		{"POST", "/v1/sessions", `{"id":"x","kind":"Autonomous"}`, 400},
+		{"POST", "/v1/roots", fmt.Sprintf(`{"pid":%d,"session":"a","kind":"bogus"}`, livePID), 400},
+		{"POST", "/v1/roots", fmt.Sprintf(`{"pid":%d,"session":"keep","kind":"bogus"}`, livePID), 400},
 		{"GET", "/v1/sessions/nope", ``, 404},
 		{"GET", "/v1/sessions/nope/report", ``, 404},
 		{"POST", "/v1/sessions/nope/turn-end", ``, 404},
@@ -109,12 +113,13 @@ func TestServeRefusesBadInputAndChangesNothing(t *testing.T) {
 	if after := snapshot(t, d); after != before {
 		t.Errorf("bad input changed the state:\nbefore %s\nafter  %s", before, after)
 	}
-	// An unknown kind counts as interactive.
+	// No kind is interactive.
 	var s server.Session
-	d.do("POST", "/v1/sessions", server.OpenSession{ID: "weird", Kind: "weird"}, &s)
+	d.do("POST", "/v1/sessions", server.OpenSession{ID: "plain"}, &s)
 	if s.Kind != "interactive" {
-		t.Errorf("unknown kind: %q, want interactive", s.Kind)
+		t.Errorf("no kind: %q, want interactive", s.Kind)
 	}
+	d.do("POST", "/v1/sessions/plain/close", nil, nil)
 	d.do("POST", "/v1/sessions/keep/close", nil, nil)
 }
 

@@ -23,8 +23,8 @@ const APIVersion = 1
 type OpenSession struct {
 	// ID names the session; empty asks the server for one.
 	ID string `json:"id,omitempty"`
-	// Kind is "interactive" or "autonomous"; empty or unknown counts as
-	// interactive.
+	// Kind is "interactive" or "autonomous"; empty counts as interactive,
+	// anything else is refused (400).
 	Kind  string `json:"kind,omitempty"`
 	Label string `json:"label,omitempty"`
 	// Parent is the session this one was delegated from: closing the
@@ -48,8 +48,9 @@ type AddRoot struct {
 	PID     int64  `json:"pid"`
 	Start   uint64 `json:"start,omitempty"`
 	Session string `json:"session"`
-	Kind    string `json:"kind,omitempty"`
-	Label   string `json:"label,omitempty"`
+	// Kind is as in [OpenSession], checked even when the session exists.
+	Kind  string `json:"kind,omitempty"`
+	Label string `json:"label,omitempty"`
 	// Command is what the root is about to run (lineage exec sends the
 	// command it will execve); nil reads the argv from /proc.
 	Command []string `json:"command,omitempty"`

@@ -59,7 +59,18 @@ func checkSessionID(id string) error {
 	return nil
 }
 
-// parseKind reads a runtime kind; empty and unknown count as interactive.
+// checkKind refuses a runtime kind the API doesn't know: a typo must not
+// quietly make a session interactive. Empty is interactive.
+func checkKind(s string) error {
+	if s == "" || s == policy.Interactive.String() || s == policy.Autonomous.String() {
+		return nil
+	}
+	return fmt.Errorf("%w kind %.40q: want interactive or autonomous", lineage.ErrInvalid, s)
+}
+
+// parseKind reads a runtime kind the request decoders let through, or one
+// from a saved state; empty and unknown count as interactive, so a
+// session is never auto-killed for a kind this daemon doesn't know.
 func parseKind(s string) policy.Kind {
 	if s == policy.Autonomous.String() {
 		return policy.Autonomous
@@ -82,6 +93,9 @@ func DecodeOpenSession(r io.Reader) (OpenSession, error) {
 		if err := checkSessionID(req.Parent); err != nil {
 			return req, err
 		}
+	}
+	if err := checkKind(req.Kind); err != nil {
+		return req, err
 	}
 	if len(req.Label) > 256 {
 		return req, fmt.Errorf("%w label: over 256 bytes", lineage.ErrInvalid)
@@ -107,6 +121,9 @@ func DecodeAddRoot(r io.Reader) (AddRoot, error) {
 		return req, fmt.Errorf("%w pid %d: want a process id above 1", lineage.ErrInvalid, req.PID)
 	}
 	if err := checkSessionID(req.Session); err != nil {
+		return req, err
+	}
+	if err := checkKind(req.Kind); err != nil {
 		return req, err
 	}
 	if len(req.Label) > 256 {

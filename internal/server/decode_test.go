@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/policy"
 )
 
 // badInput reports whether err is what bad input must give: invalid, or
@@ -32,6 +33,9 @@ func TestDecodeAddRoot(t *testing.T) {
 		{`{"pid":42,"session":"a/b"}`, false},
 		{`{"pid":42,"session":"` + strings.Repeat("a", 65) + `"}`, false},
 		{`{"pid":42,"session":"a","bogus":true}`, false},
+		{`{"pid":42,"session":"a","kind":"bogus"}`, false},
+		{`{"pid":42,"session":"a","kind":"Autonomous"}`, false},
+		{`{"pid":42,"session":"a","kind":"interactive"}`, true},
 		{`{"pid":42,"session":"a"}{}`, false},
 		{`{"pid":42,"session":"a","label":"` + strings.Repeat("l", 257) + `"}`, false},
 		{`{"pid":` + strings.Repeat(" ", MaxBody) + `42}`, false},
@@ -47,10 +51,10 @@ func TestDecodeAddRoot(t *testing.T) {
 }
 
 func TestDecodeOpenSessionAndKeep(t *testing.T) {
-	if _, err := DecodeOpenSession(strings.NewReader(`{"id":"s1","kind":"whatever","owner":{"pid":5,"start":9}}`)); err != nil {
+	if _, err := DecodeOpenSession(strings.NewReader(`{"id":"s1","kind":"interactive","owner":{"pid":5,"start":9}}`)); err != nil {
 		t.Error(err)
 	}
-	for _, body := range []string{`{"id":"s 1"}`, `{"owner":{"pid":1,"start":9}}`, `{"owner":{"pid":5}}`, `{"parent":"../x"}`} {
+	for _, body := range []string{`{"id":"s 1"}`, `{"kind":"whatever"}`, `{"kind":"autonomous "}`, `{"owner":{"pid":1,"start":9}}`, `{"owner":{"pid":5}}`, `{"parent":"../x"}`} {
 		if _, err := DecodeOpenSession(strings.NewReader(body)); !badInput(err) {
 			t.Errorf("%q: %v, want invalid", body, err)
 		}
@@ -61,6 +65,16 @@ func TestDecodeOpenSessionAndKeep(t *testing.T) {
 	for _, body := range []string{`{"process":"5"}`, `{"process":"1@5"}`, `{"process":"5@9","ttl":"0s"}`, `{"process":"5@9","ttl":"9999h"}`} {
 		if _, _, _, _, err := DecodeAddKeep(strings.NewReader(body)); !badInput(err) {
 			t.Errorf("%q: %v, want invalid", body, err)
+		}
+	}
+}
+
+// A kind the API refuses can still come from a state an older daemon
+// wrote: it counts as interactive, never auto-killed.
+func TestParseKindFallsBackToInteractive(t *testing.T) {
+	for in, want := range map[string]policy.Kind{"autonomous": policy.Autonomous, "interactive": policy.Interactive, "": policy.Interactive, "batch": policy.Interactive} {
+		if got := parseKind(in); got != want {
+			t.Errorf("parseKind(%q) = %v, want %v", in, got, want)
 		}
 	}
 }
@@ -77,7 +91,7 @@ func FuzzDecodeAddRoot(f *testing.F) {
 			}
 			return
 		}
-		if req.PID <= 1 || checkSessionID(req.Session) != nil {
+		if req.PID <= 1 || checkSessionID(req.Session) != nil || checkKind(req.Kind) != nil {
 			t.Fatalf("accepted %+v", req)
 		}
 	})
@@ -95,6 +109,9 @@ func FuzzDecodeOpenSession(f *testing.F) {
 		}
 		if req.Owner != nil && req.Owner.Validate() != nil {
 			t.Fatalf("accepted owner %+v", req.Owner)
+		}
+		if checkKind(req.Kind) != nil {
+			t.Fatalf("accepted kind %q", req.Kind)
 		}
 	})
 }
