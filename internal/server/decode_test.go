@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/policy"
 )
 
 // badInput reports whether err is what bad input must give: invalid, or
@@ -65,16 +64,6 @@ func TestDecodeOpenSessionAndKeep(t *testing.T) {
 	for _, body := range []string{`{"process":"5"}`, `{"process":"1@5"}`, `{"process":"5@9","ttl":"0s"}`, `{"process":"5@9","ttl":"9999h"}`} {
 		if _, _, _, _, err := DecodeAddKeep(strings.NewReader(body)); !badInput(err) {
 			t.Errorf("%q: %v, want invalid", body, err)
-		}
-	}
-}
-
-// A kind the API refuses can still come from a state an older daemon
-// wrote: it counts as interactive, never auto-killed.
-func TestParseKindFallsBackToInteractive(t *testing.T) {
-	for in, want := range map[string]policy.Kind{"autonomous": policy.Autonomous, "interactive": policy.Interactive, "": policy.Interactive, "batch": policy.Interactive} {
-		if got := parseKind(in); got != want {
-			t.Errorf("parseKind(%q) = %v, want %v", in, got, want)
 		}
 	}
 }

@@ -107,6 +107,8 @@ func TestStateWritesInOrder(t *testing.T) {
 	}
 }
 
+// A kind the API refuses (checkKind) can still come from a state an older
+// daemon wrote: it counts as interactive, never auto-killed.
 func TestParseKind(t *testing.T) {
 	for in, want := range map[string]string{"autonomous": "autonomous", "interactive": "interactive", "": "interactive", "Autonomous": "interactive", "x": "interactive"} {
 		if got := parseKind(in).String(); got != want {
