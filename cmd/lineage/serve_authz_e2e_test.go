@@ -120,6 +120,7 @@ func TestServeAuthorisesByPeerUID(t *testing.T) {
 	rootsSleep := startSleep(t, exec.Command("sleep", testutil.Sleep(mark)))
 	rootsPID, _, _ := strings.Cut(rootsSleep, "@")
 	d.do("POST", "/v1/roots", server.AddRoot{PID: atoi(t, rootsPID), Session: "roots"}, nil)
+	before := snapshot(t, d)
 
 	n.refused("400 invalid", "roots", "add", "1", "--session", "mine")
 	n.refused("403 forbidden", "roots", "add", rootsPID, "--session", "mine")
@@ -132,6 +133,13 @@ func TestServeAuthorisesByPeerUID(t *testing.T) {
 	}
 	if out, code := n.lineage("session", "ls"); code != 0 || strings.Contains(out, "roots") {
 		t.Errorf("session ls as uid 65534: %d %q", code, out)
+	}
+	// Refused, and nothing changed: root's session, its root, no keep.
+	if after := snapshot(t, d); after != before {
+		t.Errorf("refusals changed the state:\nbefore %s\nafter  %s", before, after)
+	}
+	if pid, start := ident(t, rootsSleep); !testutil.Alive(pid, start) {
+		t.Error("root's process died while uid 65534 was refused")
 	}
 
 	// Its own process: registered. A root-owned process that root put in
