@@ -130,7 +130,7 @@ func (o *serveOptions) options() (server.Options, server.ListenOptions, error) {
 	}
 	mode, err := strconv.ParseUint(o.SocketMode, 8, 32)
 	if err != nil || mode > 0o777 {
-		return server.Options{}, server.ListenOptions{}, fmt.Errorf("--socket-mode %q: want octal permission bits", o.SocketMode)
+		return server.Options{}, server.ListenOptions{}, fmt.Errorf("%w --socket-mode %q: want octal permission bits, at most 0777", lineage.ErrInvalid, o.SocketMode)
 	}
 	rec, err := o.recordOptions()
 	if err != nil {

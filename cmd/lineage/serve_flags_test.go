@@ -38,3 +38,18 @@ func TestServeRecordFlags(t *testing.T) {
 		}
 	}
 }
+
+// --socket-mode and --socket-group reach the listener; bad modes are
+// refused as invalid before anything starts.
+func TestServeSocketFlags(t *testing.T) {
+	o := serveOptions{Backend: "auto", SocketMode: "0640", SocketGroup: "lineage", RecordKeep: server.DefaultRecordKeep, MaxMembers: loader.DefaultMaxMembers, RingBytes: loader.DefaultRingBytes, PinDir: pinNone}
+	if _, ln, err := o.options(); err != nil || ln.Mode != 0o640 || ln.Group != "lineage" {
+		t.Errorf("listen options %+v, %v; want 0640 and group lineage", ln, err)
+	}
+	for _, mode := range []string{"", "abc", "0778", "1777", "-1", "0x1ff"} {
+		o.SocketMode = mode
+		if _, _, err := o.options(); !errors.Is(err, lineage.ErrInvalid) {
+			t.Errorf("--socket-mode %q: %v, want an invalid-option error", mode, err)
+		}
+	}
+}
