@@ -77,7 +77,11 @@ func TestServeSessionsThroughCLIAndCurl(t *testing.T) {
 	t.Cleanup(func() { _ = events.Process.Kill(); _ = events.Wait() })
 	waitFor(t, "the event stream's header", func() bool { return strings.Contains(stream.String(), record.SchemaName) })
 
-	d.execRoot("cc", "", fmt.Sprintf("setsid sleep %s & sleep 0.2", testutil.Sleep(mark+"1")))
+	dexec := lineageCmd("exec", "--session", "cc", "--label", "dev server", "--", "sh", "-c", fmt.Sprintf("setsid sleep %s & sleep 0.2", testutil.Sleep(mark+"1")))
+	dexec.Env = append(dexec.Env, client.EnvSocket+"="+d.sock)
+	if err := dexec.Run(); err != nil {
+		t.Fatalf("lineage exec: %v", err)
+	}
 	dev := atLeastSleepers(t, mark+"1", 1)
 	var rep, turn, closed server.Ended
 	d.runJSON(&rep, "session", "report", "cc")
@@ -95,11 +99,20 @@ func TestServeSessionsThroughCLIAndCurl(t *testing.T) {
 	if n := results(closed); n[string(reap.Terminated)]+n[string(reap.Killed)] != 1 {
 		t.Errorf("curl close: outcomes %v, want the dev server ended", n)
 	}
+	devID := lineage.Identity{PID: uint32(dev[0].PID), StartTicks: dev[0].StartTicks}
+	// The outcome says who, what, whence, how long, which signals, and how it ended.
+	if len(closed.Roots) != 1 || len(closed.Roots[0].Outcomes) != 1 {
+		t.Fatalf("curl close: %+v, want one root with one outcome", closed)
+	}
+	if o := closed.Roots[0].Outcomes[0]; o.Process != devID || o.Label != "dev server" || o.Session != "cc" || o.Kind != "interactive" ||
+		o.Age <= 0 || len(o.Signals) == 0 || len(o.Argv) == 0 || o.Argv[0] != "sleep" {
+		t.Errorf("curl close: outcome %+v, want the dev server's identity, label, session, kind, age, signals and argv", o)
+	}
 	var e server.Error
 	if st := d.curl("GET", "/v1/sessions/cc", "", &e); st != 404 || e.Code != "not_found" {
 		t.Errorf("curl get of a closed session: %d %+v, want 404 not_found", st, e)
 	}
-	sawStream(t, stream, lineage.Identity{PID: uint32(dev[0].PID), StartTicks: dev[0].StartTicks})
+	sawStream(t, stream, devID)
 
 	d.runJSON(&s, "session", "open", "ca", "--kind", "autonomous")
 	if s.ID != "ca" || s.Kind != "autonomous" {

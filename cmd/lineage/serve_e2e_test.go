@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -168,7 +169,8 @@ func TestServeExecCatchesSetsidAsFirstInstruction(t *testing.T) {
 func TestServeExecWithoutDaemonRunsNothing(t *testing.T) {
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
-	cmd := lineageCmd("exec", "--socket", t.TempDir()+"/none.sock", "--session", "s", "--", "sleep", testutil.Sleep(mark))
+	sock := t.TempDir() + "/none.sock"
+	cmd := lineageCmd("exec", "--socket", sock, "--session", "s", "--", "sleep", testutil.Sleep(mark))
 	out, err := cmd.CombinedOutput()
 	if err == nil {
 		t.Fatalf("exec without a daemon succeeded: %s", out)
@@ -176,5 +178,7 @@ func TestServeExecWithoutDaemonRunsNothing(t *testing.T) {
 	if len(testutil.Find(mark)) != 0 {
 		t.Error("the command ran")
 	}
-	t.Logf("%s", out)
+	if msg := string(out); !strings.Contains(msg, "no lineage daemon reachable at "+sock) {
+		t.Errorf("exec without a daemon said %q, want it to name the socket it tried", msg)
+	}
 }
