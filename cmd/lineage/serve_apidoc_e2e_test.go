@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,6 +58,71 @@ func TestAPIDocExamplesRun(t *testing.T) {
 		}
 		if got := strings.TrimSpace(string(out)); got != ex.status {
 			t.Errorf("example %d answered %s, the document says %s:\n%s", i, got, ex.status, ex.script)
+		}
+	}
+}
+
+// headingRE is an endpoint heading of docs/api.md: "### GET /v1/x, POST /v1/y".
+var headingRE = regexp.MustCompile(`(?m)^### (.+)$`)
+
+// documentedMethods reads the endpoint headings of docs/api.md: for each
+// path (its {placeholders} filled in, its query dropped), the methods the
+// document gives it.
+func documentedMethods(t *testing.T) map[string][]string {
+	t.Helper()
+	doc, err := os.ReadFile("../../docs/api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill := strings.NewReplacer("{id}", "x", "{PID@START}", "5@5", "{rule}", "5@5", "{PID or PID@START}", "5")
+	out := map[string][]string{}
+	for _, m := range headingRE.FindAllStringSubmatch(string(doc), -1) {
+		for _, ep := range strings.Split(m[1], ", ") {
+			method, path, ok := strings.Cut(ep, " ")
+			if !ok || !strings.HasPrefix(path, "/") {
+				continue
+			}
+			path, _, _ = strings.Cut(fill.Replace(path), "?")
+			out[path] = append(out[path], method)
+		}
+	}
+	if len(out) < 10 {
+		t.Fatalf("%d documented paths in docs/api.md", len(out))
+	}
+	return out
+}
+
+// Every documented path takes exactly the methods the document gives it:
+// the daemon's 405 answer lists those it takes, so a method added, moved
+// or dropped in the code and not in the document fails here.
+func TestAPIDocMethodsMatchTheDaemon(t *testing.T) {
+	d := startDaemon(t, "")
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", d.sock)
+	}}}
+	defer hc.CloseIdleConnections()
+	for path, want := range documentedMethods(t) {
+		req, err := http.NewRequest("PATCH", "http://x"+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		var got []string
+		for _, v := range resp.Header.Values("Allow") {
+			for _, m := range strings.Split(v, ",") {
+				if m = strings.TrimSpace(m); m != "HEAD" {
+					got = append(got, m)
+				}
+			}
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if resp.StatusCode != http.StatusMethodNotAllowed || !slices.Equal(got, slices.Compact(want)) {
+			t.Errorf("PATCH %s: %d, Allow %q; the document gives %q", path, resp.StatusCode, got, want)
 		}
 	}
 }

@@ -93,6 +93,7 @@ func TestServeRefusesBadInputAndChangesNothing(t *testing.T) {
 		{"GET", "/v1/sessions/keep/close", ``, 405},
 		{"DELETE", "/v1/sessions", ``, 405},
 		{"PUT", "/v1/roots", ``, 405},
+		{"POST", "/metrics", ``, 405},
 		{"POST", "/v1/roots/" + root, ``, 405},
 		{"GET", "/v1/roots/abc", ``, 400},
 		{"GET", "/v1/roots/5@0", ``, 400},

@@ -228,12 +228,25 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/v1/keeps/{rule}", methods{"DELETE": s.removeKeep})
 	mux.Handle("/v1/events", methods{"GET": s.events})
 	mux.Handle("/v1/status", methods{"GET": s.status})
-	mux.Handle("GET /metrics", s.metrics.handler())
+	mux.Handle("/metrics", getOnly(s.metrics.handler()))
 	mux.Handle("/v1/why/{process}", methods{"GET": s.why})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, notFound("no endpoint %s", r.URL.Path))
 	})
 	return mux
+}
+
+// getOnly answers a method other than GET (or HEAD) as every endpoint
+// does: 405, its Allow header, a JSON error.
+func getOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Add("Allow", http.MethodGet)
+			writeError(w, errorf(http.StatusMethodNotAllowed, CodeMethod, "method %s not allowed on %s", r.Method, r.URL.Path))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 func (s *Server) status(r *http.Request, p Peer) (int, any, error) {
