@@ -1,15 +1,19 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/reap"
+	"github.com/lineage-dev/lineage/internal/record"
 	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
@@ -119,11 +123,45 @@ func TestServeNestedCloseReapsOnlyItsOwnRoots(t *testing.T) {
 	d.do("POST", "/v1/sessions", server.OpenSession{ID: "child2", Parent: "parent"}, nil)
 	d.execRoot("child2", "", fmt.Sprintf("setsid sleep %s3 & sleep 0.2", testutil.Sleep(mark)))
 	child2 := atLeastSleepers(t, mark+"3", 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lines := d.eventLines(t, ctx, "")
+	<-lines // the header
 	d.do("POST", "/v1/sessions/parent/close", nil, &end)
 	allGone(t, append(parent, child2...))
 	if len(end.Children) != 1 || end.Children[0].Session != "child2" {
 		t.Errorf("parent close: children %+v, want child2", end.Children)
 	}
+	if first := firstSignalled(t, lines, parent[0], child2[0]); first != child2[0].PID {
+		t.Errorf("the parent's leftover %d was signalled before the child's %d", parent[0].PID, child2[0].PID)
+	}
+}
+
+// firstSignalled reads events until both a and b have had a signal event,
+// and returns the pid of the one signalled first.
+func firstSignalled(t *testing.T, lines <-chan string, a, b testutil.Proc) int {
+	t.Helper()
+	ids := map[lineage.Identity]int{
+		{PID: uint32(a.PID), StartTicks: a.StartTicks}: a.PID,
+		{PID: uint32(b.PID), StartTicks: b.StartTicks}: b.PID,
+	}
+	var order []int
+	timeout := time.After(20 * time.Second)
+	for len(order) < 2 {
+		select {
+		case line := <-lines:
+			var ev record.Event
+			if err := json.Unmarshal([]byte(line), &ev); err != nil {
+				t.Fatalf("event %q: %v", line, err)
+			}
+			if pid, ok := ids[ev.Process]; ok && ev.Kind == record.KindSignal && !slices.Contains(order, pid) {
+				order = append(order, pid)
+			}
+		case <-timeout:
+			t.Fatalf("signal events seen for %v, want %d and %d", order, a.PID, b.PID)
+		}
+	}
+	return order[0]
 }
 
 func TestServeOwnerExitClosesSession(t *testing.T) {
