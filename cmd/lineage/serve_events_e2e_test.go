@@ -135,3 +135,45 @@ func atLeastProcs(t *testing.T, token string) testutil.Proc {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// The tracker's gaps reach the streams as they happen: a daemon whose
+// membership map holds 8 processes kills, at birth, what a root forks past
+// that (--on-full kill, the default), and a stream filtered to that
+// session, or to another, gets a loss event naming the full map.
+func TestServeEventsStreamTheTrackersLosses(t *testing.T) {
+	d := startDaemon(t, "", "--max-members", "8")
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	d.do("POST", "/v1/sessions", server.OpenSession{ID: "full", Kind: "autonomous"}, nil)
+	d.do("POST", "/v1/sessions", server.OpenSession{ID: "bystander", Kind: "autonomous"}, nil)
+	streams := map[string]<-chan string{"full": d.eventLines(t, ctx, "full"), "bystander": d.eventLines(t, ctx, "bystander")}
+	// Closed before the daemon stops, whatever the test's end: the daemon's
+	// death kills nothing.
+	t.Cleanup(func() {
+		d.apiStatus("POST", "/v1/sessions/full/close", nil)
+		d.apiStatus("POST", "/v1/sessions/bystander/close", nil)
+	})
+	// The sleepers past the map's room are killed at birth; the shell's
+	// status is its own (exit is a builtin: no fork).
+	d.execRoot("full", "", fmt.Sprintf("i=0; while [ $i -lt 16 ]; do sleep %s </dev/null >/dev/null 2>&1 & i=$((i+1)); done; exit 0", testutil.Sleep(mark)))
+	for name, lines := range streams {
+		timeout := time.After(30 * time.Second)
+		for found := false; !found; {
+			select {
+			case line := <-lines:
+				var ev record.Event
+				if err := json.Unmarshal([]byte(line), &ev); err != nil {
+					t.Fatalf("stream %s: %q: %v", name, line, err)
+				}
+				found = ev.Kind == record.KindLoss && ev.Reason == "untracked: the membership map was full" && ev.Count > 0
+			case <-timeout:
+				t.Fatalf("stream %s: no loss event for the full map within 30 s", name)
+			}
+		}
+	}
+	if code := d.apiStatus("POST", "/v1/sessions/full/close", nil); code != 0 {
+		t.Errorf("close: %d", code)
+	}
+}

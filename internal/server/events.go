@@ -16,7 +16,9 @@ type item struct {
 	root lineage.Identity
 	// session, when set, names the session instead of root.
 	session string
-	write   func(*record.Writer) error
+	// everyStream sends the item to every stream, whatever its session.
+	everyStream bool
+	write       func(*record.Writer) error
 }
 
 // subscriber is one event stream. Items that don't fit its buffer are
@@ -75,7 +77,7 @@ func (h *hub) publish(it item) {
 		it.session = h.sessionOf(it.root)
 	}
 	for sub := range h.subs {
-		if sub.session != "" && sub.session != it.session {
+		if !it.everyStream && sub.session != "" && sub.session != it.session {
 			continue
 		}
 		select {

@@ -55,7 +55,9 @@ type Server struct {
 	state       *stateFile
 	closing     sync.Once
 	closeErr    error
-	stopSave    chan struct{}
+	// stopLoops ends the background loops: the save loop, the loss
+	// watcher.
+	stopLoops chan struct{}
 	// bgMu orders the saves no request asked for (the save loop, keep
 	// expiries), which run under its read lock, before the tracker's
 	// close, which sets bgClosed under its lock first.
@@ -66,8 +68,9 @@ type Server struct {
 	metrics       *metrics
 	metricsHTTP   []*http.Server
 	metricsClosed bool
-	// saving is the save loop, waited for before the tracker closes.
-	saving sync.WaitGroup
+	// loops are the background loops, waited for before the tracker
+	// closes.
+	loops sync.WaitGroup
 	// records, if set, writes each session's record (records.go).
 	records *records
 }
@@ -121,12 +124,18 @@ func Open(opts Options) (*Server, error) {
 	// The first save writes a snapshot (the state as restored) and starts
 	// an empty journal: a restarted daemon starts from one snapshot.
 	s.save()
-	s.stopSave = make(chan struct{})
+	s.stopLoops = make(chan struct{})
+	lost, statsErr := s.tracker.Stats()
+	s.loops.Add(1)
+	go func() {
+		defer s.loops.Done()
+		s.watchLosses(s.stopLoops, lossEvery, lost, statsErr == nil)
+	}()
 	if s.state != nil {
-		s.saving.Add(1)
+		s.loops.Add(1)
 		go func() {
-			defer s.saving.Done()
-			s.saveLoop(s.stopSave)
+			defer s.loops.Done()
+			s.saveLoop(s.stopLoops)
 		}()
 	}
 	s.http = &http.Server{
@@ -161,8 +170,8 @@ func (s *Server) close() error {
 	defer cancel()
 	s.hub.close()
 	s.records.wait()
-	close(s.stopSave)
-	s.saving.Wait()
+	close(s.stopLoops)
+	s.loops.Wait()
 	s.bgMu.Lock()
 	s.bgClosed = true
 	s.bgMu.Unlock()
