@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -41,23 +44,59 @@ func apiExamples(t *testing.T) []apiExample {
 }
 
 // Every curl example of docs/api.md runs, in order, against a real daemon
-// and answers the status the document gives it, so the document can't
-// drift from the API.
+// and answers the status the document gives it, and every field of its
+// JSON answers is named in the document, so the document can't drift from
+// the API.
 func TestAPIDocExamplesRun(t *testing.T) {
 	testutil.LookTool(t, "curl")
 	d := startDaemon(t, "")
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
 	pid, start := ident(t, startSleep(t, exec.Command("sleep", testutil.Sleep(mark))))
+	doc, err := os.ReadFile("../../docs/api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := filepath.Join(t.TempDir(), "body")
+	fields := map[string]bool{}
 	for i, ex := range apiExamples(t) {
-		cmd := exec.Command("sh", "-c", ex.script+` -o /dev/null -w '%{http_code}'`)
-		cmd.Env = append(os.Environ(), "SOCK="+d.sock, fmt.Sprintf("PID=%d", pid), fmt.Sprintf("START=%d", start))
+		cmd := exec.Command("sh", "-c", ex.script+` -o "$BODY" -w '%{http_code}'`)
+		cmd.Env = append(os.Environ(), "SOCK="+d.sock, fmt.Sprintf("PID=%d", pid), fmt.Sprintf("START=%d", start), "BODY="+body)
 		out, err := cmd.Output()
 		if err != nil && !(ex.stream && cmd.ProcessState.ExitCode() == 28) {
 			t.Errorf("example %d: %v\n%s", i, err, ex.script)
 		}
 		if got := strings.TrimSpace(string(out)); got != ex.status {
 			t.Errorf("example %d answered %s, the document says %s:\n%s", i, got, ex.status, ex.script)
+		}
+		if answer, err := os.ReadFile(body); err == nil && !ex.stream {
+			var v any
+			if json.Unmarshal(answer, &v) == nil {
+				jsonFields(v, fields)
+			}
+		}
+	}
+	if len(fields) < 20 {
+		t.Fatalf("the examples' answers hold %d fields: the check is blind", len(fields))
+	}
+	for f := range fields {
+		if !bytes.Contains(doc, []byte("`"+f+"`")) && !bytes.Contains(doc, []byte(`"`+f+`"`)) {
+			t.Errorf("the daemon answers with a field %q that docs/api.md doesn't name", f)
+		}
+	}
+}
+
+// jsonFields adds the names of every object's fields in v to fields.
+func jsonFields(v any, fields map[string]bool) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			fields[k] = true
+			jsonFields(e, fields)
+		}
+	case []any:
+		for _, e := range v {
+			jsonFields(e, fields)
 		}
 	}
 }
