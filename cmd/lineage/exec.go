@@ -12,10 +12,11 @@ import (
 	"github.com/lineage-dev/lineage/internal/api"
 	"github.com/lineage-dev/lineage/internal/client"
 	"github.com/lineage-dev/lineage/internal/exitstatus"
+
 	// In a cgo build, a constructor runs the plain `lineage exec` before
 	// the Go runtime starts: see the package's doc.
 	_ "github.com/lineage-dev/lineage/internal/fastexec"
-	"github.com/lineage-dev/lineage/internal/procstat"
+	"github.com/lineage-dev/lineage/internal/proc"
 )
 
 // execOptions are the flags of `lineage exec`.
@@ -63,7 +64,7 @@ func runExec(o *execOptions, args []string) error {
 		}
 		return exitError{exitstatus.CannotRun}
 	}
-	self, err := procstat.Self()
+	self, err := proc.Self()
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/lineage-dev/lineage/internal/jobreport"
 	"github.com/lineage-dev/lineage/internal/jobrun"
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/procstat"
+	"github.com/lineage-dev/lineage/internal/proc"
 )
 
 // defaultReapTimeout bounds a reap unless --reap-timeout says otherwise.
@@ -43,7 +43,7 @@ func (s *safetyFlags) parse(maxMembers *uint32, procRoot string) error {
 	if s.ReapTimeout <= 0 {
 		return fmt.Errorf("--reap-timeout %v: %w: must be positive", s.ReapTimeout, lineage.ErrInvalid)
 	}
-	if pidMax, err := procstat.PIDMax(procRoot); err == nil && *maxMembers > pidMax && pidMax >= 2 {
+	if pidMax, err := proc.PIDMax(procRoot); err == nil && *maxMembers > pidMax && pidMax >= 2 {
 		*maxMembers = pidMax
 	}
 	// --user runs standalone: the lean front hands it to lineage-tracker,

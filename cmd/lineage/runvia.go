@@ -15,7 +15,7 @@ import (
 	"github.com/lineage-dev/lineage/internal/jobreport"
 	"github.com/lineage-dev/lineage/internal/jobrun"
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/procstat"
+	"github.com/lineage-dev/lineage/internal/proc"
 	"github.com/lineage-dev/lineage/internal/remote"
 )
 
@@ -92,7 +92,7 @@ func (o *runOptions) daemon(ctx context.Context) *remote.Runner {
 	return r
 }
 
-func ownIdentity() (lineage.Identity, error) { return procstat.Self() }
+func ownIdentity() (lineage.Identity, error) { return proc.Self() }
 
 // holder is lineage's own hidden held command: the lean front's, when
 // this is lineage-tracker and the front is beside it (it starts faster and

@@ -21,15 +21,13 @@ var layers = map[string]int{
 	// lineage exec's fast path, in C before the Go runtime starts: it
 	// imports nothing of the project.
 	"internal/fastexec": 0,
-	// The lean /proc/PID/stat reader: no procfs, for the lean front binary
-	// (and the procfs-based reader below it). backend: the backends'
+	// proc: reading /proc with plain file reads. backend: the backends'
 	// names, options, choice and counters, as plain values.
-	"internal/procstat":  1,
 	"internal/backend":   1,
 	"internal/userfile":  1,
 	"internal/buildinfo": 1,
 	"internal/policy":    2,
-	"internal/proc":      2,
+	"internal/proc":      1,
 	// pidfd: signals through pidfds, the start time checked by procstat.
 	// jobreport: a job's report, the reaper's outcomes and their text,
 	// below reap, loader and job, for the lean front binary.

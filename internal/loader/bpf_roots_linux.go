@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/procstat"
+	"github.com/lineage-dev/lineage/internal/proc"
 )
 
 // Spawn implements Backend. It arms the calling OS thread so that the next
@@ -115,7 +115,7 @@ func (b *BPF) Register(id lineage.Identity, opts RootOptions) error {
 	}
 	st, err := b.proc.Stat(int(id.PID))
 	if err == nil {
-		err = procstat.Check(st, id)
+		err = proc.CheckStat(st, id)
 	}
 	if err != nil {
 		return fmt.Errorf("register %s: %w", id, err)

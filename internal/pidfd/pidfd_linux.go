@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/procstat"
+	"github.com/lineage-dev/lineage/internal/proc"
 )
 
 // Open pins the process pid with a close-on-exec pidfd, which the caller
@@ -61,9 +61,9 @@ func Signal(id lineage.Identity, sig syscall.Signal) error {
 		return fmt.Errorf("signal %s: %w", id, err)
 	}
 	defer unix.Close(fd)
-	st, err := procstat.Read("/proc", int(id.PID))
+	st, err := proc.ReadStat("/proc", int(id.PID))
 	if err == nil {
-		err = procstat.Check(st, id)
+		err = proc.CheckStat(st, id)
 	}
 	if err != nil {
 		return fmt.Errorf("signal %s: %w", id, err)

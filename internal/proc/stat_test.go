@@ -1,4 +1,4 @@
-package procstat_test
+package proc_test
 
 import (
 	"errors"
@@ -8,27 +8,33 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/procfs"
+
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/proc"
-	"github.com/lineage-dev/lineage/internal/procstat"
 )
 
-// Self names this process as the procfs-based reader does.
-func TestSelfAgreesWithProc(t *testing.T) {
-	self, err := procstat.Self()
+// Self names this process as prometheus/procfs reads it.
+func TestSelfAgreesWithProcfs(t *testing.T) {
+	self, err := proc.Self()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := proc.Open("/proc")
+	fs, err := procfs.NewFS("/proc")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := p.Identity(os.Getpid())
+	p, err := fs.Self()
 	if err != nil {
 		t.Fatal(err)
 	}
+	st, err := p.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := lineage.Identity{PID: uint32(st.PID), StartTicks: st.Starttime}
 	if self != want || self.StartTicks == 0 {
-		t.Fatalf("procstat.Self() = %v, procfs reads %v", self, want)
+		t.Fatalf("proc.Self() = %v, procfs reads %v", self, want)
 	}
 }
 
@@ -38,7 +44,7 @@ func TestReadGoneProcess(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Skipf("no true: %v", err)
 	}
-	if _, err := procstat.Read("/proc", cmd.Process.Pid); !errors.Is(err, lineage.ErrNoProcess) {
+	if _, err := proc.ReadStat("/proc", cmd.Process.Pid); !errors.Is(err, lineage.ErrNoProcess) {
 		t.Fatalf("Read(reaped pid %d) = %v, want ErrNoProcess", cmd.Process.Pid, err)
 	}
 }
@@ -73,11 +79,43 @@ func TestReadLongRecord(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "77", "stat"), []byte(rec), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	st, err := procstat.Read(root, 77)
+	st, err := proc.ReadStat(root, 77)
 	if err != nil || st.Comm != comm || st.StartTicks != 500 || st.PPID != 1 {
 		t.Fatalf("Read = %d-byte comm, start %d, ppid %d, %v; want the whole record", len(st.Comm), st.StartTicks, st.PPID, err)
 	}
-	if _, err := procstat.Read(root, 78); !errors.Is(err, lineage.ErrNoProcess) {
+	if _, err := proc.ReadStat(root, 78); !errors.Is(err, lineage.ErrNoProcess) {
 		t.Errorf("Read(missing) = %v, want ErrNoProcess", err)
+	}
+}
+
+// Exe and UIDs read this process as the kernel shows it to itself.
+func TestExeAndUIDsOfSelf(t *testing.T) {
+	p, err := proc.Open("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := p.Exe(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exe != want {
+		t.Errorf("Exe(self) = %q, want %q", exe, want)
+	}
+	ids, err := p.UIDs(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids.Real != uint32(os.Getuid()) || ids.Effective != uint32(os.Geteuid()) {
+		t.Errorf("UIDs(self) = %+v, want real %d effective %d", ids, os.Getuid(), os.Geteuid())
+	}
+	if _, err := p.UIDs(0x7fffffff); !errors.Is(err, lineage.ErrNoProcess) {
+		t.Errorf("UIDs(no such pid) = %v, want ErrNoProcess", err)
+	}
+	if _, err := p.Exe(0x7fffffff); !errors.Is(err, lineage.ErrNoProcess) {
+		t.Errorf("Exe(no such pid) = %v, want ErrNoProcess", err)
 	}
 }

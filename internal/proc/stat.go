@@ -1,9 +1,4 @@
-// Package procstat reads a process's stat and command line from /proc with
-// plain file reads, the stat parsed by [lineage.ParseStat]. It imports no
-// /proc library, so the lean front binary (`lineage exec`, `lineage why`)
-// can name its own identity and read a process chain without linking one;
-// package proc uses it too. Its functions are safe for concurrent use.
-package procstat
+package proc
 
 import (
 	"errors"
@@ -19,9 +14,9 @@ import (
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
-// Read reads and parses root/PID/stat (root is "/proc" on a real system).
+// ReadStat reads and parses root/PID/stat (root is "/proc" on a real system).
 // It wraps [lineage.ErrNoProcess] when the process does not exist.
-func Read(root string, pid int) (lineage.Stat, error) {
+func ReadStat(root string, pid int) (lineage.Stat, error) {
 	data, err := ReadFile(root + "/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return lineage.Stat{}, noProcess(pid, err)
@@ -61,17 +56,17 @@ func ReadFile(path string) ([]byte, error) {
 
 // Self returns the calling process's identity, from /proc.
 func Self() (lineage.Identity, error) {
-	st, err := Read("/proc", os.Getpid())
+	st, err := ReadStat("/proc", os.Getpid())
 	if err != nil {
 		return lineage.Identity{}, err
 	}
 	return st.Identity, nil
 }
 
-// Check returns nil when st, the stat just read for id's pid, shows id
+// CheckStat returns nil when st, the stat just read for id's pid, shows id
 // alive: not a zombie, and started exactly when id says. It wraps
 // [lineage.ErrNoProcess] or [lineage.ErrIdentityMismatch] otherwise.
-func Check(st lineage.Stat, id lineage.Identity) error {
+func CheckStat(st lineage.Stat, id lineage.Identity) error {
 	if st.StartTicks != id.StartTicks {
 		return fmt.Errorf("pid %d started at %d, not %d: %w", id.PID, st.StartTicks, id.StartTicks, lineage.ErrIdentityMismatch)
 	}
@@ -81,12 +76,12 @@ func Check(st lineage.Stat, id lineage.Identity) error {
 	return nil
 }
 
-// Argv returns the command line of pid under root (empty for kernel
+// ReadArgv returns the command line of pid under root (empty for kernel
 // threads and zombies), at most lineage.MaxArgvBytes of it: a longer one
 // is cut and marked (lineage.ArgvFromCmdline), and never read whole. For a
 // process whose leader thread has exited while others run on, it is read
 // through one of the live threads.
-func Argv(root string, pid int) ([]string, error) {
+func ReadArgv(root string, pid int) ([]string, error) {
 	dir := filepath.Join(root, strconv.Itoa(pid))
 	raw, err := readCapped(filepath.Join(dir, "cmdline"), lineage.MaxArgvBytes+1)
 	if err != nil {
