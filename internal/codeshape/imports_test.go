@@ -16,8 +16,8 @@ const module = "github.com/lineage-dev/lineage/"
 // may import only packages of a lower rank, so imports flow one way.
 // lineage, the domain, is at the bottom; the CLI (cmd/...) is above all.
 var layers = map[string]int{
-	"internal/lineage":    0,
-	"internal/exitstatus": 0,
+	"internal/lineage": 0,
+
 	// lineage exec's fast path, in C before the Go runtime starts: it
 	// imports nothing of the project.
 	"internal/fastexec": 0,
@@ -56,7 +56,7 @@ var layers = map[string]int{
 
 // pure packages import nothing with side effects: the standard library's
 // pure parts and lower pure packages only.
-var pure = map[string]bool{"internal/lineage": true, "internal/policy": true, "internal/exitstatus": true}
+var pure = map[string]bool{"internal/lineage": true, "internal/policy": true}
 
 var impure = []string{"os", "os/exec", "os/signal", "net", "net/http", "io/fs", "golang.org/x/sys/unix", "github.com/cilium/ebpf", "github.com/prometheus/procfs"}
 

@@ -41,8 +41,8 @@ func TestReportIncompleteAndStrictExit(t *testing.T) {
 			if !strings.Contains(got, c.want) {
 				t.Errorf("incomplete %q, want it to say %q", got, c.want)
 			}
-			if code := r.StrictExitCode(0); code != ExitIncomplete {
-				t.Errorf("strict exit %d, want %d", code, ExitIncomplete)
+			if code := r.StrictExitCode(0); code != lineage.ExitIncomplete {
+				t.Errorf("strict exit %d, want %d", code, lineage.ExitIncomplete)
 			}
 			if code := r.StrictExitCode(2); code != 2 {
 				t.Errorf("strict exit of a failed job %d, want its own 2", code)

@@ -3,14 +3,8 @@ package jobreport
 import (
 	"fmt"
 
-	"github.com/lineage-dev/lineage/internal/exitstatus"
+	"github.com/lineage-dev/lineage/internal/lineage"
 )
-
-// ExitIncomplete is the exit status `lineage run --strict` gives a job
-// that exited 0 when tracking or reaping was incomplete (see
-// Report.Incomplete). It is outside the job's own 0 and lineage's
-// 124 to 127.
-const ExitIncomplete = exitstatus.Incomplete
 
 // Incompleteness lists, for people, why the report can't vouch that the whole
 // lineage was tracked and ended: lost or untracked processes, members that
@@ -44,11 +38,11 @@ func (r *Report) Incompleteness() []string {
 	return why
 }
 
-// StrictExitCode is code, or [ExitIncomplete] when code is 0 and the
+// StrictExitCode is code, or [lineage.ExitIncomplete] when code is 0 and the
 // report is incomplete: `lineage run --strict`.
 func (r *Report) StrictExitCode(code int) int {
 	if code == 0 && len(r.Incomplete) > 0 {
-		return ExitIncomplete
+		return lineage.ExitIncomplete
 	}
 	return code
 }

@@ -121,7 +121,7 @@ func spawnHeld(ctx context.Context, cfg Config, children *supervise.Children, ho
 	r.Close()
 	if err != nil {
 		release()
-		return nil, &StartError{Code: ExitCannotRun, Err: fmt.Errorf("run %s: %w", s.Command[0], err)}
+		return nil, &StartError{Code: lineage.ExitCannotRun, Err: fmt.Errorf("run %s: %w", s.Command[0], err)}
 	}
 	exit := children.Wait(cmd.Process.Pid)
 	st, err := proc.ReadStat("/proc", cmd.Process.Pid)
