@@ -16,6 +16,7 @@ import (
 	"github.com/lineage-dev/lineage/internal/client"
 	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/loader/bpf"
 	"github.com/lineage-dev/lineage/internal/reap"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
@@ -71,7 +72,7 @@ func requireBackend(t *testing.T, backend string) {
 	if backend != loader.BackendBPF {
 		return
 	}
-	b, err := loader.OpenBPF(nil)
+	b, err := bpf.Open(nil)
 	if err == nil {
 		b.Close()
 		return

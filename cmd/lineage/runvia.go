@@ -10,11 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lineage-dev/lineage/internal/backend"
 	"github.com/lineage-dev/lineage/internal/client"
 	"github.com/lineage-dev/lineage/internal/jobreport"
 	"github.com/lineage-dev/lineage/internal/jobrun"
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/proc"
 	"github.com/lineage-dev/lineage/internal/remote"
 )
@@ -32,7 +32,7 @@ func (o *runOptions) daemonWideFlag(cmd *cobra.Command) string {
 			return "--" + name
 		}
 	}
-	if o.backend == backend.Proc {
+	if o.backend == loader.BackendProc {
 		return "--backend proc"
 	}
 	return ""

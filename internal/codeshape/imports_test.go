@@ -21,13 +21,13 @@ var layers = map[string]int{
 	// lineage exec's fast path, in C before the Go runtime starts: it
 	// imports nothing of the project.
 	"internal/fastexec": 0,
-	// proc: reading /proc with plain file reads. backend: the backends'
-	// names, options, choice and counters, as plain values.
-	"internal/backend":   1,
+	// proc: reading /proc with plain file reads.
 	"internal/userfile":  1,
 	"internal/buildinfo": 1,
-	"internal/policy":    2,
-	"internal/proc":      1,
+	// go generate's writer of the committed objects' digest, a main.
+	"internal/buildinfo/gendigest": 2,
+	"internal/policy":              2,
+	"internal/proc":                1,
 	// pidfd: signals through pidfds, the start time checked by procstat.
 	// jobreport: a job's report, the reaper's outcomes and their text,
 	// below reap, loader and job, for the lean front binary.
@@ -36,17 +36,21 @@ var layers = map[string]int{
 	// The API's wire types, shared by server and client. jobrun: a job's
 	// root as lineage's child, and a run through the daemon, with no
 	// backend, for the lean front binary (job's standalone run uses it).
-	"internal/api":       3,
-	"internal/loader":    3,
-	"internal/reap":      3,
-	"internal/supervise": 3,
-	"internal/record":    4,
-	"internal/guardian":  4,
-	"internal/jobrun":    4,
-	"internal/report":    5,
-	"internal/job":       5,
-	"internal/doctor":    5,
-	"internal/server":    6,
+	"internal/api":    3,
+	"internal/loader": 1,
+	// The backends: BPF (the only importer of cilium/ebpf) and the /proc
+	// poller.
+	"internal/loader/bpf":  3,
+	"internal/loader/poll": 3,
+	"internal/reap":        3,
+	"internal/supervise":   3,
+	"internal/record":      4,
+	"internal/guardian":    4,
+	"internal/jobrun":      4,
+	"internal/report":      5,
+	"internal/job":         5,
+	"internal/doctor":      5,
+	"internal/server":      6,
 	// The client speaks the API's types (internal/api) and links none of
 	// the server, so the lean front binary can use it.
 	"internal/client": 7,

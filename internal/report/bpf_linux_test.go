@@ -14,6 +14,7 @@ import (
 
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/loader/bpf"
 	"github.com/lineage-dev/lineage/internal/reap"
 	"github.com/lineage-dev/lineage/internal/record"
 	"github.com/lineage-dev/lineage/internal/testutil"
@@ -25,7 +26,7 @@ import (
 // the tracker's losses. It returns the record.
 func recordJob(t *testing.T, script string) ([]byte, lineage.Identity) {
 	t.Helper()
-	b, err := loader.OpenBPF(nil)
+	b, err := bpf.Open(nil)
 	if err != nil && !errors.Is(err, loader.ErrUnavailable) {
 		t.Fatalf("open bpf: %v", err)
 	}
