@@ -14,6 +14,7 @@ import (
 	"github.com/lineage-dev/lineage/internal/jobrun"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/internal/reap"
 )
 
 // runOptions are the flags and arguments of `lineage run`.
@@ -126,7 +127,7 @@ func newCmdRun(s streams, runF func(*runOptions) error) *cobra.Command {
 	f.StringVar(&opts.Backend, "backend", loader.BackendAuto, "where fork/exit knowledge comes from: auto, bpf or proc")
 	f.DurationVar(&opts.Deadline, "deadline", 0, "kill the command and its lineage after this long (0: no deadline)")
 	f.DurationVar(&opts.Linger, "linger", 0, "after the command exits, wait this long for its leftovers to exit by themselves")
-	f.DurationVar(&opts.Grace, "grace", jobreport.DefaultGrace, "time between SIGTERM and SIGKILL")
+	f.DurationVar(&opts.Grace, "grace", reap.DefaultGrace, "time between SIGTERM and SIGKILL")
 	f.StringVar(&opts.ReportFile, "report", "", "also write the report as JSON to `FILE`")
 	f.StringArrayVar(&opts.Keep, "keep", nil, "spare processes on purpose: `RULE` is exe:/abs/path (as named or resolved), PID@START or root:PID@START (repeatable)")
 	f.StringVar(&opts.Reaping, "reaping", "", "on or off (also 1/0, true/false, yes/no, enabled/disabled, any case); off reports leftovers and kills nothing (LINEAGE_REAPING in the environment wins)")

@@ -15,7 +15,6 @@ import (
 
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
-	"github.com/lineage-dev/lineage/internal/reap"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -75,7 +74,7 @@ func TestRunDeadlineKillsTheJobAndItsLineage(t *testing.T) {
 			for _, o := range res.report.Reap.Outcomes {
 				if o.Member.Identity == res.report.Root {
 					root = true
-					if o.Result != reap.Killed {
+					if o.Result != lineage.Killed {
 						t.Errorf("the TERM-ignoring job ended as %s, want killed", o.Result)
 					}
 				}

@@ -31,8 +31,7 @@ var layers = map[string]int{
 	// pidfd: signals through pidfds, the start time checked by procstat.
 	// jobreport: a job's report, the reaper's outcomes and their text,
 	// below reap, loader and job, for the lean front binary.
-	"internal/pidfd":     2,
-	"internal/jobreport": 2,
+	"internal/jobreport": 4,
 	// The API's wire types, shared by server and client. jobrun: a job's
 	// root as lineage's child, and a run through the daemon, with no
 	// backend, for the lean front binary (job's standalone run uses it).
@@ -46,16 +45,16 @@ var layers = map[string]int{
 	"internal/supervise":   3,
 	"internal/record":      4,
 	"internal/guardian":    4,
-	"internal/jobrun":      4,
+	"internal/jobrun":      5,
 	"internal/report":      5,
-	"internal/job":         5,
+	"internal/job":         6,
 	"internal/doctor":      5,
-	"internal/server":      6,
+	"internal/server":      7,
 	// The client speaks the API's types (internal/api) and links none of
 	// the server, so the lean front binary can use it.
-	"internal/client": 7,
+	"internal/client": 8,
 	// `lineage run`'s runner on the daemon: the client beside job.
-	"internal/remote": 8,
+	"internal/remote": 9,
 }
 
 // pure packages import nothing with side effects: the standard library's

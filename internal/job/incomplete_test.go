@@ -23,7 +23,7 @@ func TestReportIncompleteAndStrictExit(t *testing.T) {
 		{"orphans", Report{Stats: loader.Stats{Unattributed: 2}}, "2 unattributed orphans"},
 		{"timed out", Report{ReapTimedOut: true}, "--reap-timeout"},
 		{"survivor", Report{Reap: &reap.Report{Survivors: []lineage.Identity{id}}}, "1 process survived"},
-		{"refused", Report{Reap: &reap.Report{Outcomes: []reap.Outcome{{Result: reap.Refused}}}}, "refused a signal"},
+		{"refused", Report{Reap: &reap.Report{Outcomes: []reap.Outcome{{Result: lineage.Refused}}}}, "refused a signal"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := c.rep

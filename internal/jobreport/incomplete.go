@@ -31,7 +31,7 @@ func (r *Report) Incompleteness() []string {
 		if n := len(r.Reap.Survivors); n > 0 {
 			why = append(why, fmt.Sprintf("%d %s survived the reap", n, plural(n, "process", "processes")))
 		}
-		if n := r.Reap.Count(Refused); n > 0 {
+		if n := r.Reap.Count(lineage.Refused); n > 0 {
 			why = append(why, fmt.Sprintf("%d %s refused a signal (protected)", n, plural(n, "process was", "processes were")))
 		}
 	}

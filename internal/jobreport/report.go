@@ -7,6 +7,7 @@ import (
 	"github.com/lineage-dev/lineage/internal/buildinfo"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/reap"
 )
 
 // ReportVersion is the version of the JSON report's schema.
@@ -32,7 +33,7 @@ type Report struct {
 	Decision string `json:"decision"`
 	Reaping  string `json:"reaping"`
 	// Reap is what the reaper did, when the decision was to reap.
-	Reap *Reap `json:"reap,omitempty"`
+	Reap *reap.Report `json:"reap,omitempty"`
 	// Contained are the processes that members forked while being reaped,
 	// killed at birth by the kernel's containment.
 	Contained []lineage.Identity `json:"contained_at_birth,omitempty"`
@@ -178,5 +179,5 @@ func (r *Report) Vanished() int {
 	if r.Reap == nil {
 		return 0
 	}
-	return r.Reap.Count(Vanished)
+	return r.Reap.Count(lineage.Vanished)
 }

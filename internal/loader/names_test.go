@@ -26,7 +26,7 @@ func TestOptionsRefuseBadInput(t *testing.T) {
 		t.Errorf("ValidateMaxMembers(2): %v", err)
 	}
 	for name, err := range map[string]error{
-		"ParseBackend(lxc)":            second(ParseBackend("lxc")),
+		"ParseBackend(lxc)":     second(ParseBackend("lxc")),
 		"ParseOnFull(KILL)":     second(ParseOnFull("KILL")),
 		"ParseInterval(-1s)":    second(ParseInterval("-1s")),
 		"ParseInterval(soon)":   second(ParseInterval("soon")),

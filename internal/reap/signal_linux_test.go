@@ -1,4 +1,4 @@
-package pidfd
+package reap
 
 import (
 	"errors"

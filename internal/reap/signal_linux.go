@@ -1,4 +1,4 @@
-package pidfd
+package reap
 
 import (
 	"errors"
@@ -12,10 +12,10 @@ import (
 	"github.com/lineage-dev/lineage/internal/proc"
 )
 
-// Open pins the process pid with a close-on-exec pidfd, which the caller
-// closes. It wraps lineage.ErrNoProcess when no process has that pid and
-// ErrNotProcess when pid is a thread.
-func Open(pid int) (int, error) {
+// openPidfd pins the process pid with a close-on-exec pidfd, which the
+// caller closes. It wraps lineage.ErrNoProcess when no process has that pid
+// and ErrNotProcess when pid is a thread.
+func openPidfd(pid int) (int, error) {
 	fd, err := unix.PidfdOpen(pid, 0)
 	switch {
 	case errors.Is(err, unix.ESRCH):
@@ -29,9 +29,9 @@ func Open(pid int) (int, error) {
 	return fd, nil
 }
 
-// Send signals the process fd pins; it wraps lineage.ErrNoProcess when the
-// process is gone.
-func Send(fd int, sig syscall.Signal) error {
+// sendPidfd signals the process fd pins; it wraps lineage.ErrNoProcess
+// when the process is gone.
+func sendPidfd(fd int, sig syscall.Signal) error {
 	err := unix.PidfdSendSignal(fd, sig, nil, 0)
 	if errors.Is(err, unix.ESRCH) {
 		return fmt.Errorf("pidfd_send_signal: %w", lineage.ErrNoProcess)
@@ -56,7 +56,7 @@ func Signal(id lineage.Identity, sig syscall.Signal) error {
 	if int(id.PID) == os.Getpid() {
 		return fmt.Errorf("signal %s: refusing to signal lineage itself", id)
 	}
-	fd, err := Open(int(id.PID))
+	fd, err := openPidfd(int(id.PID))
 	if err != nil {
 		return fmt.Errorf("signal %s: %w", id, err)
 	}
@@ -68,7 +68,7 @@ func Signal(id lineage.Identity, sig syscall.Signal) error {
 	if err != nil {
 		return fmt.Errorf("signal %s: %w", id, err)
 	}
-	if err := Send(fd, sig); err != nil {
+	if err := sendPidfd(fd, sig); err != nil {
 		return fmt.Errorf("signal %s: %w", id, err)
 	}
 	return nil
