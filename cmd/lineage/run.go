@@ -10,8 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lineage-dev/lineage/internal/jobreport"
-	"github.com/lineage-dev/lineage/internal/jobrun"
+	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/reap"
@@ -204,17 +203,17 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	var reportFile *jobreport.ReportFile
+	var reportFile *job.ReportFile
 	if o.ReportFile != "" {
 		// Pinned before the job starts: the job can't redirect it.
 		var err error
-		if reportFile, err = jobreport.OpenReportFile(o.ReportFile, os.Getenv); err != nil {
+		if reportFile, err = job.OpenReportFile(o.ReportFile, os.Getenv); err != nil {
 			return err
 		}
 		defer reportFile.Close()
 	}
 	rep, end, err := o.runJob(ctx)
-	var start *jobrun.StartError
+	var start *job.StartError
 	if errors.As(err, &start) {
 		fmt.Fprintf(o.s.err, "lineage: %v\n", err)
 		return exitError{start.Code}
@@ -230,9 +229,9 @@ func runRun(ctx context.Context, o *runOptions) error {
 
 // jobConfig is the job as the flags describe it, whoever's tracker
 // tracks it.
-func (o *runOptions) jobConfig() jobrun.Config {
-	return jobrun.Config{
-		Spec: jobrun.Spec{
+func (o *runOptions) jobConfig() job.Config {
+	return job.Config{
+		Spec: job.Spec{
 			Command:           o.Command,
 			Stdin:             os.Stdin,
 			Stdout:            os.Stdout,
@@ -246,7 +245,7 @@ func (o *runOptions) jobConfig() jobrun.Config {
 		Linger:      o.Linger,
 		Grace:       o.Grace,
 		Reaping:     o.reaping,
-		Notes:       jobrun.Notes{Log: o.s.err, Verbose: o.Verbose},
+		Notes:       job.Notes{Log: o.s.err, Verbose: o.Verbose},
 	}
 }
 
@@ -267,12 +266,12 @@ const (
 
 // writeReport writes the JSON report if asked, then prints the report for
 // people.
-func (o *runOptions) writeReport(rep *jobreport.Report, file *jobreport.ReportFile) error {
+func (o *runOptions) writeReport(rep *job.Report, file *job.ReportFile) error {
 	if file != nil {
 		if err := file.Write(rep); err != nil {
 			return fmt.Errorf("write report: %w", err)
 		}
 	}
-	rep.WriteText(o.s.err, jobreport.TextOptions{Verbose: o.Verbose, Quiet: o.Quiet})
+	rep.WriteText(o.s.err, job.TextOptions{Verbose: o.Verbose, Quiet: o.Quiet})
 	return nil
 }

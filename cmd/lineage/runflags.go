@@ -10,8 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/lineage-dev/lineage/internal/jobreport"
-	"github.com/lineage-dev/lineage/internal/jobrun"
+	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/proc"
 )
@@ -120,7 +119,7 @@ func lookupGroup(name string) (uint32, error) {
 }
 
 // exitCode is the status `lineage run` exits with for a job that ended so.
-func (s *safetyFlags) exitCode(rep *jobreport.Report, end jobrun.End) int {
+func (s *safetyFlags) exitCode(rep *job.Report, end job.End) int {
 	code := end.ExitCode()
 	if s.Strict {
 		return rep.StrictExitCode(code)

@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/internal/client"
-	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/internal/tracker"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/loader/bpf"
@@ -143,7 +143,7 @@ func (o *serveOptions) options() (server.Options, server.ListenOptions, error) {
 	}
 	opts := server.Options{
 		Record: rec,
-		Tracker: job.TrackerOptions{
+		Tracker: tracker.TrackerOptions{
 			Backend: backend, MaxMembers: o.MaxMembers, RingBytes: o.RingBytes, PinRoot: pin, Log: o.s.err, Verbose: o.Verbose,
 		},
 		StateDir: o.StateDir,

@@ -16,45 +16,39 @@ const module = "github.com/lineage-dev/lineage/"
 // may import only packages of a lower rank, so imports flow one way.
 // lineage, the domain, is at the bottom; the CLI (cmd/...) is above all.
 var layers = map[string]int{
-	"internal/lineage": 0,
-
-	// lineage exec's fast path, in C before the Go runtime starts: it
-	// imports nothing of the project.
-	"internal/fastexec": 0,
-	// proc: reading /proc with plain file reads.
-	"internal/userfile":  1,
-	"internal/buildinfo": 1,
-	// go generate's writer of the committed objects' digest, a main.
-	"internal/buildinfo/gendigest": 2,
-	"internal/policy":              2,
+	// The domain, and what imports nothing of the project: the build's
+	// identity, and lineage exec's fast path (C before the Go runtime).
+	"internal/lineage":   0,
+	"internal/fastexec":  0,
+	"internal/buildinfo": 0,
+	// Reading /proc; what a backend is; the pure decisions; the one
+	// owner of the subreaper bit and wait4; files made for the invoker.
 	"internal/proc":                1,
-	// pidfd: signals through pidfds, the start time checked by procstat.
-	// jobreport: a job's report, the reaper's outcomes and their text,
-	// below reap, loader and job, for the lean front binary.
-	"internal/jobreport": 4,
-	// The API's wire types, shared by server and client. jobrun: a job's
-	// root as lineage's child, and a run through the daemon, with no
-	// backend, for the lean front binary (job's standalone run uses it).
-	"internal/api":    3,
-	"internal/loader": 1,
-	// The backends: BPF (the only importer of cilium/ebpf) and the /proc
-	// poller.
-	"internal/loader/bpf":  3,
-	"internal/loader/poll": 3,
-	"internal/reap":        3,
-	"internal/supervise":   3,
-	"internal/record":      4,
-	"internal/guardian":    4,
-	"internal/jobrun":      5,
-	"internal/report":      5,
-	"internal/job":         6,
-	"internal/doctor":      5,
-	"internal/server":      7,
-	// The client speaks the API's types (internal/api) and links none of
-	// the server, so the lean front binary can use it.
-	"internal/client": 8,
-	// `lineage run`'s runner on the daemon: the client beside job.
-	"internal/remote": 9,
+	"internal/loader":              1,
+	"internal/policy":              1,
+	"internal/supervise":           1,
+	"internal/userfile":            1,
+	"internal/buildinfo/gendigest": 1,
+	// The backends (loader/bpf is the only importer of cilium/ebpf), the
+	// reaper, and the API's wire types.
+	"internal/loader/bpf":  2,
+	"internal/loader/poll": 2,
+	"internal/reap":        2,
+	"internal/api":         2,
+	// The client of the API; the hard-cancel guardian; the forensic record;
+	// what this machine allows.
+	"internal/client":   3,
+	"internal/guardian": 3,
+	"internal/record":   3,
+	"internal/doctor":   3,
+	// A job from its start to its report, under either tracker; a record
+	// rendered.
+	"internal/job":    4,
+	"internal/report": 4,
+	// A tracker owned by this process, for run and serve.
+	"internal/tracker": 5,
+	// The sidecar.
+	"internal/server": 6,
 }
 
 // pure packages import nothing with side effects: the standard library's

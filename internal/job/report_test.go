@@ -135,7 +135,7 @@ func TestReportFromSteps(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var r Report
-			decided(&r, policy.Decide(policy.Input{Event: c.end.Event(), Reaping: c.reaping, Kept: c.kept}), c.reaping)
+			r.Decided(policy.Decide(policy.Input{Event: c.end.Event(), Reaping: c.reaping, Kept: c.kept}), c.reaping)
 			c.check(t, &r)
 		})
 	}

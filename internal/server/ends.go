@@ -10,6 +10,7 @@ import (
 	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
 func (s *Server) turnEnd(r *http.Request, p Peer) (int, any, error) {
@@ -91,7 +92,7 @@ const parallelSettles = 64
 
 // end applies the policy for ev to each of se's roots, on behalf of uid,
 // and forgets the roots whose lineage is empty afterwards (all of them on
-// a session close). The roots are settled together (job.SettleAll: the
+// a session close). The roots are settled together (tracker.SettleAll: the
 // roots to reap are reaped as one, each member judged by its own root's
 // rules); the answer lists them in order. The caller saves the state.
 func (s *Server) end(ctx context.Context, se *session, ev policy.Event, uid uint32) Ended {
@@ -106,18 +107,18 @@ func (s *Server) endSparing(ctx context.Context, se *session, ev policy.Event, u
 	s.mu.Lock()
 	keeps := append(se.keepRules(), spare...)
 	s.mu.Unlock()
-	opts := job.SettleOptions{
+	opts := tracker.SettleOptions{
 		Input:  policy.Input{Kind: se.kind, Event: ev, Reaping: s.opts.Reaping},
 		Keep:   keeps,
 		Refuse: s.killRefuser(uid),
 		Reap:   job.ReapOptions{Linger: s.opts.Linger, Grace: s.opts.Grace},
 	}
 	roots := s.rootsOf(se)
-	jobs := make([]*job.Job, len(roots))
+	jobs := make([]*tracker.Job, len(roots))
 	for i, e := range roots {
 		jobs[i] = e.rt.job
 	}
-	reps := job.SettleAll(ctx, jobs, opts)
+	reps := tracker.SettleAll(ctx, jobs, opts)
 	ends := make([]RootEnd, len(roots))
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, parallelSettles)

@@ -3,7 +3,7 @@ package server
 import (
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/internal/tracker"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/record"
 )
@@ -67,7 +67,7 @@ func (h *hub) losses(d loader.Stats) {
 		return
 	}
 	h.publish(item{everyStream: true, write: func(w *record.Writer) error {
-		job.WriteLosses(w, d)
+		tracker.WriteLosses(w, d)
 		return nil
 	}})
 }

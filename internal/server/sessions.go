@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/internal/tracker"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/policy"
 )
@@ -38,7 +38,7 @@ type session struct {
 
 // root is one registered root.
 type root struct {
-	job     *job.Job
+	job     *tracker.Job
 	label   string
 	command []string
 	added   time.Time
