@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lineage-dev/lineage/internal/api"
-	"github.com/lineage-dev/lineage/internal/client"
+	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/lineage"
 
 	// In a cgo build, a constructor runs the plain `lineage exec` before

@@ -15,14 +15,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lineage-dev/lineage/internal/client"
-	"github.com/lineage-dev/lineage/internal/tracker"
+	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/loader/bpf"
 	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/reap"
 	"github.com/lineage-dev/lineage/internal/server"
+	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
 // serveOptions are the flags of `lineage serve`.

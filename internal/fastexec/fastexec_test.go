@@ -5,8 +5,8 @@ package fastexec
 import (
 	"testing"
 
-	"github.com/lineage-dev/lineage/internal/api"
-	"github.com/lineage-dev/lineage/internal/client"
+	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
 

@@ -10,8 +10,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/api"
-	"github.com/lineage-dev/lineage/internal/client"
+	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"

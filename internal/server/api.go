@@ -1,6 +1,6 @@
 package server
 
-import "github.com/lineage-dev/lineage/internal/api"
+import "github.com/lineage-dev/lineage/api"
 
 // The API's wire types live in package api, so that a client links none
 // of the server; these names keep the server's code as it was.

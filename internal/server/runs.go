@@ -6,7 +6,7 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/lineage-dev/lineage/internal/api"
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/policy"

@@ -1,5 +1,6 @@
-// Package client talks to `lineage serve` over its Unix socket. A Client is
-// safe for concurrent use by multiple goroutines.
+// Package client is the Go client of `lineage serve`: it talks to the
+// daemon over its Unix socket, with the wire types of package api. A
+// Client is safe for concurrent use by multiple goroutines.
 package client
 
 import (
@@ -14,7 +15,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/lineage-dev/lineage/internal/api"
+	"github.com/lineage-dev/lineage/api"
 )
 
 // EnvSocket names the socket when no flag does.

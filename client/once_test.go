@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/lineage-dev/lineage/internal/api"
+	"github.com/lineage-dev/lineage/api"
 )
 
 // serveUnix answers HTTP on a Unix socket in a temporary directory with h,

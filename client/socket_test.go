@@ -3,7 +3,7 @@ package client
 import (
 	"testing"
 
-	"github.com/lineage-dev/lineage/internal/api"
+	"github.com/lineage-dev/lineage/api"
 )
 
 // The socket a client command uses: --socket, else $LINEAGE_SOCKET, else

@@ -1,9 +1,10 @@
-// Package api is the wire form of `lineage serve`'s HTTP/JSON API: the
-// request and response bodies, the error body and its codes, the default
-// socket. Package server answers with these types and package client sends
-// and reads them; the API reference (docs/api.md) documents them. It
-// imports only the domain (lineage, policy), so a client links none of the
-// daemon's packages. The types are plain data, safe to share once built.
+// Package api is the wire form of `lineage serve`'s HTTP/JSON API, version
+// 1 (the /v1 of its paths): the request and response bodies, the error body
+// and its codes, the default socket. The daemon answers with these types
+// and package client sends and reads them; the API reference (docs/api.md)
+// documents them. It imports only lineage's domain, so a client links none
+// of the daemon's packages. The types are plain data, safe to share once
+// built.
 package api
 
 import (
