@@ -111,9 +111,13 @@ func (c *cliTree) parseLineage(args []string) (cliUse, error) {
 			break
 		}
 		if !strings.HasPrefix(w, "-") || w == "-" {
-			if !positional && cmd.subcommands[w] {
+			switch {
+			case !positional && cmd.subcommands[w]:
 				u.path = append(u.path, w)
-			} else {
+			case len(cmd.subcommands) > 0:
+				// lineage's commands with subcommands take no argument.
+				return u, fmt.Errorf("%s has no command %q", cmdName(u.path), w)
+			default:
 				positional = true
 			}
 			continue
@@ -122,19 +126,19 @@ func (c *cliTree) parseLineage(args []string) (cliUse, error) {
 		long := name
 		if !strings.HasPrefix(w, "--") {
 			if long = cmd.shorthand[name]; long == "" {
-				return u, fmt.Errorf("lineage %s has no flag %s", strings.Join(u.path, " "), w)
+				return u, fmt.Errorf("%s has no flag %s", cmdName(u.path), w)
 			}
 		}
 		takes, ok := cmd.takesValue[long]
 		if !ok {
-			return u, fmt.Errorf("lineage %s has no flag --%s", strings.Join(u.path, " "), long)
+			return u, fmt.Errorf("%s has no flag --%s", cmdName(u.path), long)
 		}
 		if hasValue && !takes {
-			return u, fmt.Errorf("lineage %s: --%s takes no value", strings.Join(u.path, " "), long)
+			return u, fmt.Errorf("%s: --%s takes no value", cmdName(u.path), long)
 		}
 		if takes && !hasValue {
 			if i+1 >= len(args) {
-				return u, fmt.Errorf("lineage %s: --%s needs a value", strings.Join(u.path, " "), long)
+				return u, fmt.Errorf("%s: --%s needs a value", cmdName(u.path), long)
 			}
 			i++
 		}
@@ -144,6 +148,11 @@ func (c *cliTree) parseLineage(args []string) (cliUse, error) {
 		}
 	}
 	return u, nil
+}
+
+// cmdName is the command's name as typed: lineage session open.
+func cmdName(path []string) string {
+	return strings.Join(append([]string{"lineage"}, path...), " ")
 }
 
 // makefile is what the Makefile defines: its rules and the text, for its
