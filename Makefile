@@ -97,7 +97,7 @@ kmatrix:
 	./scripts/kmatrix/run.sh
 
 generate:
-	$(GO) generate ./internal/loader
+	$(GO) generate ./internal/loader/bpf
 
 clean:
 	rm -rf bin

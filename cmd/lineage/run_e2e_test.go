@@ -15,8 +15,9 @@ import (
 
 	"github.com/lineage-dev/lineage/internal/client"
 	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
-	"github.com/lineage-dev/lineage/internal/reap"
+	"github.com/lineage-dev/lineage/internal/loader/bpf"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -71,7 +72,7 @@ func requireBackend(t *testing.T, backend string) {
 	if backend != loader.BackendBPF {
 		return
 	}
-	b, err := loader.OpenBPF(nil)
+	b, err := bpf.Open(nil)
 	if err == nil {
 		b.Close()
 		return
@@ -227,7 +228,7 @@ var escapes = []escape{
 	{name: "env -i daemon", script: "env -i /bin/sh -c 'sleep %[1]s &' &" + settle, leftBehind: 1},
 	{name: "ignores SIGTERM", script: `sh -c 'trap "" TERM; exec sleep %[1]s' &` + settle, leftBehind: 1,
 		want: func(t *testing.T, res runResult) {
-			if n := countOutcomes(res, reap.Killed, "KILL"); n != 1 {
+			if n := countOutcomes(res, lineage.Killed, "KILL"); n != 1 {
 				t.Errorf("%d members killed with SIGKILL, want the TERM-ignorer", n)
 			}
 		}},
@@ -244,7 +245,7 @@ func nestedShells(n int) string {
 	return fmt.Sprintf(`n=%d; s=%%[1]s; f='if [ "$1" -gt 0 ]; then sh -c "$0" "$0" $(($1 - 1)) "$2"; else sleep "$2"; fi'; sh -c "$f" "$f" $n "$s"`, n-1)
 }
 
-func countOutcomes(res runResult, result reap.Result, signal string) int {
+func countOutcomes(res runResult, result lineage.Result, signal string) int {
 	if res.report == nil || res.report.Reap == nil {
 		return 0
 	}
@@ -304,7 +305,7 @@ func markedOutcomes(res runResult, mark string) int {
 	}
 	n := 0
 	for _, o := range res.report.Reap.Outcomes {
-		if strings.Contains(strings.Join(o.Argv, " "), mark) && (o.Result == reap.Exited || o.Result == reap.Vanished || o.Result == reap.Terminated || o.Result == reap.Killed) {
+		if strings.Contains(strings.Join(o.Argv, " "), mark) && (o.Result == lineage.Exited || o.Result == lineage.Vanished || o.Result == lineage.Terminated || o.Result == lineage.Killed) {
 			n++
 		}
 	}

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
-	"github.com/lineage-dev/lineage/internal/reap"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -68,12 +68,12 @@ func TestRunMemberInLineagesGroupForksThroughTheReap(t *testing.T) {
 		argv := strings.Join(o.Argv, " ")
 		switch {
 		case strings.Contains(argv, "setpgid") || strings.Contains(argv, "while"):
-			if o.Result != reap.Refused || !strings.Contains(o.Reason, "process group") {
+			if o.Result != lineage.Refused || !strings.Contains(o.Reason, "process group") {
 				t.Errorf("grouped member %s: %s (%s), want refused: in lineage's process group", o.Member.Identity, o.Result, o.Reason)
 			}
 			refused++
 		case strings.Contains(argv, "SIGTERM"):
-			if o.Result != reap.Terminated {
+			if o.Result != lineage.Terminated {
 				t.Errorf("slow member %s: %s (%s), want terminated", o.Member.Identity, o.Result, o.Reason)
 			}
 			terminated++

@@ -13,7 +13,7 @@ import (
 	"github.com/lineage-dev/lineage/internal/jobreport"
 	"github.com/lineage-dev/lineage/internal/jobrun"
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/procstat"
+	"github.com/lineage-dev/lineage/internal/proc"
 )
 
 // defaultReapTimeout bounds a reap unless --reap-timeout says otherwise.
@@ -31,7 +31,7 @@ type safetyFlags struct {
 }
 
 func (s *safetyFlags) add(f *pflag.FlagSet) {
-	f.BoolVar(&s.Strict, "strict", false, fmt.Sprintf("exit %d instead of 0 when tracking or reaping was incomplete (processes not tracked, events lost, survivors, refusals)", jobreport.ExitIncomplete))
+	f.BoolVar(&s.Strict, "strict", false, fmt.Sprintf("exit %d instead of 0 when tracking or reaping was incomplete (processes not tracked, events lost, survivors, refusals)", lineage.ExitIncomplete))
 	f.DurationVar(&s.ReapTimeout, "reap-timeout", defaultReapTimeout, "give up a reap after this long: what is still alive is reported as surviving, and lineage exits")
 	f.StringVar(&s.User, "user", "", "run the command as `USER[:GROUP]` (name or number), with USER's supplementary groups; lineage keeps its own privileges")
 }
@@ -43,7 +43,7 @@ func (s *safetyFlags) parse(maxMembers *uint32, procRoot string) error {
 	if s.ReapTimeout <= 0 {
 		return fmt.Errorf("--reap-timeout %v: %w: must be positive", s.ReapTimeout, lineage.ErrInvalid)
 	}
-	if pidMax, err := procstat.PIDMax(procRoot); err == nil && *maxMembers > pidMax && pidMax >= 2 {
+	if pidMax, err := proc.PIDMax(procRoot); err == nil && *maxMembers > pidMax && pidMax >= 2 {
 		*maxMembers = pidMax
 	}
 	// --user runs standalone: the lean front hands it to lineage-tracker,

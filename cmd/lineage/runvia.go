@@ -10,12 +10,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lineage-dev/lineage/internal/backend"
 	"github.com/lineage-dev/lineage/internal/client"
 	"github.com/lineage-dev/lineage/internal/jobreport"
 	"github.com/lineage-dev/lineage/internal/jobrun"
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/procstat"
+	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/proc"
 	"github.com/lineage-dev/lineage/internal/remote"
 )
 
@@ -32,7 +32,7 @@ func (o *runOptions) daemonWideFlag(cmd *cobra.Command) string {
 			return "--" + name
 		}
 	}
-	if o.backend == backend.Proc {
+	if o.backend == loader.BackendProc {
 		return "--backend proc"
 	}
 	return ""
@@ -92,7 +92,7 @@ func (o *runOptions) daemon(ctx context.Context) *remote.Runner {
 	return r
 }
 
-func ownIdentity() (lineage.Identity, error) { return procstat.Self() }
+func ownIdentity() (lineage.Identity, error) { return proc.Self() }
 
 // holder is lineage's own hidden held command: the lean front's, when
 // this is lineage-tracker and the front is beside it (it starts faster and

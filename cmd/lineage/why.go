@@ -16,7 +16,7 @@ import (
 	"github.com/lineage-dev/lineage/internal/api"
 	"github.com/lineage-dev/lineage/internal/client"
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/procstat"
+	"github.com/lineage-dev/lineage/internal/proc"
 )
 
 // exitNotTracked is `lineage why`'s status when the daemon could not
@@ -130,9 +130,9 @@ func procChain(text string) ([]procStep, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w process %q: bad start time", lineage.ErrInvalid, text)
 		}
-		st, err := procstat.Read("/proc", pid)
+		st, err := proc.ReadStat("/proc", pid)
 		if err == nil {
-			err = procstat.Check(st, lineage.Identity{PID: uint32(pid), StartTicks: start})
+			err = proc.CheckStat(st, lineage.Identity{PID: uint32(pid), StartTicks: start})
 		}
 		if err != nil {
 			return nil, err
@@ -140,14 +140,14 @@ func procChain(text string) ([]procStep, error) {
 	}
 	var out []procStep
 	for cur := pid; cur > 0 && len(out) < 4096; {
-		st, err := procstat.Read("/proc", cur)
+		st, err := proc.ReadStat("/proc", cur)
 		if err != nil {
 			if len(out) == 0 {
 				return nil, err
 			}
 			break
 		}
-		argv, _ := procstat.Argv("/proc", cur)
+		argv, _ := proc.ReadArgv("/proc", cur)
 		out = append(out, procStep{Process: st.Identity, PPID: st.PPID, Comm: st.Comm, Argv: argv})
 		cur = st.PPID
 	}

@@ -131,8 +131,8 @@ type RootEnd struct {
 	Warnings []string         `json:"warnings,omitempty"`
 }
 
-// Outcome is what became of one member. Result is a reap result (package reap), or
-// "reported" when the decision was only to report it.
+// Outcome is what became of one member: a reap's result, or Reported when
+// the decision was only to report it.
 type Outcome struct {
 	Process lineage.Identity `json:"process"`
 	Parent  lineage.Identity `json:"parent"`
@@ -142,12 +142,9 @@ type Outcome struct {
 	Kind    string           `json:"kind"`
 	Age     time.Duration    `json:"age_ns"`
 	Signals []string         `json:"signals,omitempty"`
-	Result  string           `json:"result"`
+	Result  lineage.Result   `json:"result"`
 	Reason  string           `json:"reason,omitempty"`
 }
-
-// Reported is the result of a member that was only reported.
-const Reported = "reported"
 
 // Error is the body of every error response.
 type Error struct {

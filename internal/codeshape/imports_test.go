@@ -16,49 +16,50 @@ const module = "github.com/lineage-dev/lineage/"
 // may import only packages of a lower rank, so imports flow one way.
 // lineage, the domain, is at the bottom; the CLI (cmd/...) is above all.
 var layers = map[string]int{
-	"internal/lineage":    0,
-	"internal/exitstatus": 0,
+	"internal/lineage": 0,
+
 	// lineage exec's fast path, in C before the Go runtime starts: it
 	// imports nothing of the project.
 	"internal/fastexec": 0,
-	// The lean /proc/PID/stat reader: no procfs, for the lean front binary
-	// (and the procfs-based reader below it). backend: the backends'
-	// names, options, choice and counters, as plain values.
-	"internal/procstat":  1,
-	"internal/backend":   1,
+	// proc: reading /proc with plain file reads.
 	"internal/userfile":  1,
 	"internal/buildinfo": 1,
-	"internal/policy":    2,
-	"internal/proc":      2,
+	// go generate's writer of the committed objects' digest, a main.
+	"internal/buildinfo/gendigest": 2,
+	"internal/policy":              2,
+	"internal/proc":                1,
 	// pidfd: signals through pidfds, the start time checked by procstat.
 	// jobreport: a job's report, the reaper's outcomes and their text,
 	// below reap, loader and job, for the lean front binary.
-	"internal/pidfd":     2,
-	"internal/jobreport": 2,
+	"internal/jobreport": 4,
 	// The API's wire types, shared by server and client. jobrun: a job's
 	// root as lineage's child, and a run through the daemon, with no
 	// backend, for the lean front binary (job's standalone run uses it).
-	"internal/api":       3,
-	"internal/loader":    3,
-	"internal/reap":      3,
-	"internal/supervise": 3,
-	"internal/record":    4,
-	"internal/guardian":  4,
-	"internal/jobrun":    4,
-	"internal/report":    5,
-	"internal/job":       5,
-	"internal/doctor":    5,
-	"internal/server":    6,
+	"internal/api":    3,
+	"internal/loader": 1,
+	// The backends: BPF (the only importer of cilium/ebpf) and the /proc
+	// poller.
+	"internal/loader/bpf":  3,
+	"internal/loader/poll": 3,
+	"internal/reap":        3,
+	"internal/supervise":   3,
+	"internal/record":      4,
+	"internal/guardian":    4,
+	"internal/jobrun":      5,
+	"internal/report":      5,
+	"internal/job":         6,
+	"internal/doctor":      5,
+	"internal/server":      7,
 	// The client speaks the API's types (internal/api) and links none of
 	// the server, so the lean front binary can use it.
-	"internal/client": 7,
+	"internal/client": 8,
 	// `lineage run`'s runner on the daemon: the client beside job.
-	"internal/remote": 8,
+	"internal/remote": 9,
 }
 
 // pure packages import nothing with side effects: the standard library's
 // pure parts and lower pure packages only.
-var pure = map[string]bool{"internal/lineage": true, "internal/policy": true, "internal/exitstatus": true}
+var pure = map[string]bool{"internal/lineage": true, "internal/policy": true}
 
 var impure = []string{"os", "os/exec", "os/signal", "net", "net/http", "io/fs", "golang.org/x/sys/unix", "github.com/cilium/ebpf", "github.com/prometheus/procfs"}
 

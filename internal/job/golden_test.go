@@ -33,12 +33,12 @@ func goldenReports() map[string]func() *Report {
 					Phases:    reap.Phases{Kill: time.Millisecond},
 					Survivors: []lineage.Identity{e},
 					Outcomes: []reap.Outcome{
-						{Member: lineage.Member{Identity: root, Comm: "sh"}, Age: 3 * time.Second, Result: reap.Exited, Status: &st},
-						{Member: lineage.Member{Identity: a, Parent: root}, Argv: []string{"sleep", "1"}, Age: 2500 * time.Millisecond, Signal: "TERM", Sent: []string{"TERM"}, Result: reap.Terminated},
-						{Member: lineage.Member{Identity: b, Parent: a, Comm: "bash"}, Result: reap.Vanished},
-						{Member: lineage.Member{Identity: c, Parent: a}, Argv: []string{"x y", "it's"}, Result: reap.Kept, Reason: "kept by --keep exe:/x"},
-						{Member: lineage.Member{Identity: d, Parent: a}, Result: reap.Refused, Reason: "in lineage's process group"},
-						{Member: lineage.Member{Identity: e, Parent: a}, Signal: "KILL", Result: reap.Survived, Reason: "no permission"},
+						{Member: lineage.Member{Identity: root, Comm: "sh"}, Age: 3 * time.Second, Result: lineage.Exited, Status: &st},
+						{Member: lineage.Member{Identity: a, Parent: root}, Argv: []string{"sleep", "1"}, Age: 2500 * time.Millisecond, Signal: "TERM", Sent: []string{"TERM"}, Result: lineage.Terminated},
+						{Member: lineage.Member{Identity: b, Parent: a, Comm: "bash"}, Result: lineage.Vanished},
+						{Member: lineage.Member{Identity: c, Parent: a}, Argv: []string{"x y", "it's"}, Result: lineage.Kept, Reason: "kept by --keep exe:/x"},
+						{Member: lineage.Member{Identity: d, Parent: a}, Result: lineage.Refused, Reason: "in lineage's process group"},
+						{Member: lineage.Member{Identity: e, Parent: a}, Signal: "KILL", Result: lineage.Survived, Reason: "no permission"},
 					}},
 				Contained: []lineage.Identity{b, c},
 				Stats:     loader.Stats{EventsLost: 3, MembersFull: 2, Forks: 10},
@@ -77,8 +77,8 @@ func goldenReports() map[string]func() *Report {
 				Deadline: true,
 				Decision: "reap: the deadline passed",
 				Reap: &reap.Report{Outcomes: []reap.Outcome{
-					{Member: lineage.Member{Identity: root}, Argv: []string{"sleep", "100"}, Signal: "TERM", Result: reap.Terminated},
-					{Member: lineage.Member{Identity: a, Parent: root}, Result: reap.Vanished},
+					{Member: lineage.Member{Identity: root}, Argv: []string{"sleep", "100"}, Signal: "TERM", Result: lineage.Terminated},
+					{Member: lineage.Member{Identity: a, Parent: root}, Result: lineage.Vanished},
 				}},
 			}
 			r.SetStatus(15)

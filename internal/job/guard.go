@@ -4,6 +4,7 @@ import (
 	"github.com/lineage-dev/lineage/internal/guardian"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/loader/bpf"
 )
 
 // wanted reports whether a job with spec s needs a guardian on backend b:
@@ -12,8 +13,8 @@ func wanted(g GuardianSpec, s Spec, b loader.Backend) bool {
 	if g.Path == "" || !s.DieWithSupervisor || g.Reaping.Off {
 		return false
 	}
-	bpf, ok := b.(*loader.BPF)
-	return g.Always || !ok || bpf.HardCancel() != loader.HardCancelKernel
+	tracker, ok := b.(*bpf.Tracker)
+	return g.Always || !ok || tracker.HardCancel() != loader.HardCancelKernel
 }
 
 // startGuardian starts the job's guardian. With the proc backend it runs
@@ -22,7 +23,7 @@ func wanted(g GuardianSpec, s Spec, b loader.Backend) bool {
 // job. It returns nil when no guardian is wanted at this point, or when it
 // could not start, and then says why.
 func (t *Tracker) startGuardian(s Spec, beforeJob bool) *guardian.Guardian {
-	bpf, isBPF := t.backend.(*loader.BPF)
+	tracker, isBPF := t.backend.(*bpf.Tracker)
 	if beforeJob == isBPF || !wanted(s.Guardian, s, t.backend) {
 		return nil
 	}
@@ -32,8 +33,8 @@ func (t *Tracker) startGuardian(s Spec, beforeJob bool) *guardian.Guardian {
 	}
 	var err error
 	if isBPF {
-		cfg.Containment = bpf.Containment()
-		cfg.Handoff, err = bpf.HandoffFiles()
+		cfg.Containment = tracker.Containment()
+		cfg.Handoff, err = tracker.HandoffFiles()
 	}
 	var g *guardian.Guardian
 	if err == nil {

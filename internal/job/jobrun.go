@@ -26,13 +26,5 @@ type (
 	RemoteEnd = jobrun.RemoteEnd
 )
 
-// Exit statuses of a job run besides the job's own (see package jobrun).
-const (
-	ExitDeadline  = jobrun.ExitDeadline
-	ExitFailure   = jobrun.ExitFailure
-	ExitCannotRun = jobrun.ExitCannotRun
-	ExitNotFound  = jobrun.ExitNotFound
-)
-
 // ErrNotRegistered is [jobrun.ErrNotRegistered].
 var ErrNotRegistered = jobrun.ErrNotRegistered

@@ -3,11 +3,12 @@ package job
 import (
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/loader/bpf"
 )
 
 // pinnedBackend is the bpf backend when it may be pinned.
 type pinnedBackend interface {
-	Pinned() (loader.Pinned, bool)
+	Pinned() (bpf.Pinned, bool)
 	IsRoot(lineage.Identity) bool
 	Uncontain(lineage.Identity) error
 	Stats() (loader.Stats, error)

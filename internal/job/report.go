@@ -25,8 +25,6 @@ type (
 const (
 	// ReportVersion is [jobreport.ReportVersion].
 	ReportVersion = jobreport.ReportVersion
-	// ExitIncomplete is [jobreport.ExitIncomplete].
-	ExitIncomplete = jobreport.ExitIncomplete
 	// Whose tracker a report's job ran under ([Report.Tracker]).
 	TrackerStandalone = jobreport.TrackerStandalone
 	TrackerDaemon     = jobreport.TrackerDaemon

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lineage-dev/lineage/internal/jobrun"
+	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
 // TestRunStartErrors checks the exit statuses of a command that can't be
@@ -21,9 +22,9 @@ func TestRunStartErrors(t *testing.T) {
 		command string
 		want    int
 	}{
-		{"lineage-no-such-command", jobrun.ExitNotFound},
-		{filepath.Join(t.TempDir(), "missing"), jobrun.ExitNotFound},
-		{notExec, jobrun.ExitCannotRun},
+		{"lineage-no-such-command", lineage.ExitNotFound},
+		{filepath.Join(t.TempDir(), "missing"), lineage.ExitNotFound},
+		{notExec, lineage.ExitCannotRun},
 	} {
 		_, _, err := Run(context.Background(), Config{Config: jobrun.Config{Spec: Spec{Command: []string{c.command}}}})
 		var start *jobrun.StartError

@@ -240,7 +240,7 @@ func splitReap(r reap.Report, roots []lineage.Identity) map[lineage.Identity]*re
 			continue // listed under no root being settled: never signalled
 		}
 		part.Outcomes = append(part.Outcomes, o)
-		if o.Result == reap.Survived {
+		if o.Result == lineage.Survived {
 			part.Survivors = append(part.Survivors, o.Member.Identity)
 		}
 	}

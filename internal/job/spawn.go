@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/jobrun"
+	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 )
 
@@ -28,7 +29,7 @@ func (t *Tracker) Spawn(s Spec) (*Job, error) {
 		if g != nil {
 			_ = g.Done()
 		}
-		return nil, &StartError{Code: ExitCannotRun, Err: fmt.Errorf("run %s: %w", s.Command[0], err)}
+		return nil, &StartError{Code: lineage.ExitCannotRun, Err: fmt.Errorf("run %s: %w", s.Command[0], err)}
 	}
 	if g == nil {
 		g = t.startGuardian(s, false)

@@ -11,6 +11,8 @@ import (
 	"github.com/lineage-dev/lineage/internal/guardian"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/loader/bpf"
+	"github.com/lineage-dev/lineage/internal/loader/poll"
 	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/proc"
 	"github.com/lineage-dev/lineage/internal/supervise"
@@ -28,10 +30,10 @@ type TrackerOptions struct {
 	// can't track; "" is [loader.OnFullKill].
 	OnFull loader.OnFull
 	// RingBytes sizes the bpf backend's event ring buffer; zero means its
-	// default (see [loader.BPFOptions]).
+	// default (see [bpf.Options]).
 	RingBytes uint32
 	// PinRoot, when set, pins the bpf backend's tracker there (see
-	// [loader.BPFOptions]): it outlives the process, and the next tracker
+	// [bpf.Options]): it outlives the process, and the next tracker
 	// with the same PinRoot takes it over. Only `lineage serve` pins.
 	PinRoot string
 	// Interval is the proc backend's time between scans; zero adapts.
@@ -90,11 +92,11 @@ func OpenTracker(opts TrackerOptions) (*Tracker, error) {
 		return nil, err
 	}
 	t.children = supervise.WatchChildren()
-	t.backend, t.choice, err = loader.Open(opts.Backend, loader.Options{
-		BPF: &loader.BPFOptions{
+	t.backend, t.choice, err = openBackend(opts.Backend, backendOptions{
+		BPF: &bpf.Options{
 			MaxMembers: opts.MaxMembers, OnFull: opts.OnFull, RingBytes: opts.RingBytes, PinRoot: opts.PinRoot,
 		},
-		Proc: &loader.ProcOptions{Interval: opts.Interval, Reaper: t.children},
+		Proc: &poll.Options{Interval: opts.Interval, Reaper: t.children},
 	})
 	if err != nil {
 		t.children.Close()

@@ -1,6 +1,6 @@
 // Package jobreport is what a job's run says: the [Report] of `lineage
 // run` (and of the daemon's ends of a root), the reaper's [Reap] and each
-// member's [Outcome], the report's text for people, its JSON file, and the
+// member's [reap.Outcome], the report's text for people, its JSON file, and the
 // exit status --strict gives an incomplete one. It is plain data and its
 // rendering: it imports no backend and no /proc library, so the lean front
 // binary prints the report of a job run through the daemon without linking

@@ -3,14 +3,8 @@ package jobreport
 import (
 	"fmt"
 
-	"github.com/lineage-dev/lineage/internal/exitstatus"
+	"github.com/lineage-dev/lineage/internal/lineage"
 )
-
-// ExitIncomplete is the exit status `lineage run --strict` gives a job
-// that exited 0 when tracking or reaping was incomplete (see
-// Report.Incomplete). It is outside the job's own 0 and lineage's
-// 124 to 127.
-const ExitIncomplete = exitstatus.Incomplete
 
 // Incompleteness lists, for people, why the report can't vouch that the whole
 // lineage was tracked and ended: lost or untracked processes, members that
@@ -37,18 +31,18 @@ func (r *Report) Incompleteness() []string {
 		if n := len(r.Reap.Survivors); n > 0 {
 			why = append(why, fmt.Sprintf("%d %s survived the reap", n, plural(n, "process", "processes")))
 		}
-		if n := r.Reap.Count(Refused); n > 0 {
+		if n := r.Reap.Count(lineage.Refused); n > 0 {
 			why = append(why, fmt.Sprintf("%d %s refused a signal (protected)", n, plural(n, "process was", "processes were")))
 		}
 	}
 	return why
 }
 
-// StrictExitCode is code, or [ExitIncomplete] when code is 0 and the
+// StrictExitCode is code, or [lineage.ExitIncomplete] when code is 0 and the
 // report is incomplete: `lineage run --strict`.
 func (r *Report) StrictExitCode(code int) int {
 	if code == 0 && len(r.Incomplete) > 0 {
-		return ExitIncomplete
+		return lineage.ExitIncomplete
 	}
 	return code
 }

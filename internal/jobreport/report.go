@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/backend"
 	"github.com/lineage-dev/lineage/internal/buildinfo"
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/reap"
 )
 
 // ReportVersion is the version of the JSON report's schema.
@@ -19,7 +20,7 @@ type Report struct {
 	Version  int              `json:"version"`
 	Command  []string         `json:"command"`
 	Root     lineage.Identity `json:"root"`
-	Backend  backend.Choice   `json:"backend"`
+	Backend  loader.Choice    `json:"backend"`
 	Started  time.Time        `json:"started"`
 	JobTook  time.Duration    `json:"job_duration_ns"`
 	Exit     *Exit            `json:"exit,omitempty"`
@@ -32,14 +33,14 @@ type Report struct {
 	Decision string `json:"decision"`
 	Reaping  string `json:"reaping"`
 	// Reap is what the reaper did, when the decision was to reap.
-	Reap *Reap `json:"reap,omitempty"`
+	Reap *reap.Report `json:"reap,omitempty"`
 	// Contained are the processes that members forked while being reaped,
 	// killed at birth by the kernel's containment.
 	Contained []lineage.Identity `json:"contained_at_birth,omitempty"`
 	// Leftovers are the members alive after the job, when the decision was
 	// only to report them.
-	Leftovers []Leftover    `json:"leftovers,omitempty"`
-	Stats     backend.Stats `json:"stats"`
+	Leftovers []Leftover   `json:"leftovers,omitempty"`
+	Stats     loader.Stats `json:"stats"`
 	// ReapTimedOut: the reap passed its timeout; what it could not end is
 	// among the survivors.
 	ReapTimedOut bool `json:"reap_timed_out,omitempty"`
@@ -131,14 +132,14 @@ func (r *Report) WarnLosses(backendName string) {
 	if r.Stats.HookMisses > 0 {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("the kernel skipped %d runs of the tracker's hooks: the record has gaps; a skipped fork was adopted from /proc by parent pid", r.Stats.HookMisses))
 	}
-	if backendName == backend.Proc {
+	if backendName == loader.BackendProc {
 		r.Limits = append(r.Limits, "proc backend: a process that lived and died between two scans is not in the record")
 	}
 }
 
 // untrackedWarning says what became of the processes a full membership map
 // could not track: killed (--on-full=kill) or escaped.
-func untrackedWarning(st backend.Stats) string {
+func untrackedWarning(st loader.Stats) string {
 	killed := min(st.UntrackedKilled, st.MembersFull)
 	escaped := st.MembersFull - killed
 	switch {
@@ -178,5 +179,5 @@ func (r *Report) Vanished() int {
 	if r.Reap == nil {
 		return 0
 	}
-	return r.Reap.Count(Vanished)
+	return r.Reap.Count(lineage.Vanished)
 }

@@ -87,11 +87,11 @@ func (r *Report) writeTable(w io.Writer, verbose bool) {
 	}
 	if r.Reap != nil {
 		for _, oc := range r.Reap.Outcomes {
-			if oc.Result == Vanished && !verbose || !room() {
+			if oc.Result == lineage.Vanished && !verbose || !room() {
 				continue
 			}
 			result := string(oc.Result)
-			if oc.Reason != "" && (oc.Result == Refused || oc.Result == Survived || oc.Result == Kept || oc.Result == Killed) {
+			if oc.Reason != "" && (oc.Result == lineage.Refused || oc.Result == lineage.Survived || oc.Result == lineage.Kept || oc.Result == lineage.Killed) {
 				result += " (" + lineage.Printable(oc.Reason) + ")"
 			}
 			name := commandText(oc.Argv, oc.Member.Comm)

@@ -6,18 +6,8 @@ import (
 	"os/exec"
 	"syscall"
 
-	"github.com/lineage-dev/lineage/internal/exitstatus"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/policy"
-)
-
-// Exit statuses of a job run besides the job's own (package exitstatus
-// defines them).
-const (
-	ExitDeadline  = exitstatus.Deadline
-	ExitFailure   = exitstatus.Failure
-	ExitCannotRun = exitstatus.CannotRun
-	ExitNotFound  = exitstatus.NotFound
 )
 
 // End is how a job's root ended, and why the wait for it stopped.
@@ -44,18 +34,18 @@ func (e End) Event() policy.Event {
 	return policy.RootExit
 }
 
-// ExitCode is the exit status for a job that ended so: [ExitDeadline] once
+// ExitCode is the exit status for a job that ended so: [lineage.ExitDeadline] once
 // the deadline passed, the root's own exit code, 128+N when signal N ended
-// it, and [ExitFailure] when its end is not known.
+// it, and [lineage.ExitFailure] when its end is not known.
 func (e End) ExitCode() int {
 	if sig, ok := e.Fatal.(syscall.Signal); ok {
 		return 128 + int(sig)
 	}
 	if e.Deadline {
-		return ExitDeadline
+		return lineage.ExitDeadline
 	}
 	if !e.Exited {
-		return ExitFailure
+		return lineage.ExitFailure
 	}
 	if code, ok := e.Status.Exited(); ok {
 		return code
@@ -63,11 +53,11 @@ func (e End) ExitCode() int {
 	if sig, ok := e.Status.Signaled(); ok {
 		return 128 + int(sig)
 	}
-	return ExitFailure
+	return lineage.ExitFailure
 }
 
 // StartError says that a job's command could not be started. Code is
-// [ExitNotFound] or [ExitCannotRun].
+// [lineage.ExitNotFound] or [lineage.ExitCannotRun].
 type StartError struct {
 	Code int
 	Err  error
@@ -82,9 +72,9 @@ func (e *StartError) Unwrap() error { return e.Err }
 func LookPath(name string) (string, error) {
 	path, err := exec.LookPath(name)
 	if err != nil {
-		code := ExitCannotRun
+		code := lineage.ExitCannotRun
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			code = ExitNotFound
+			code = lineage.ExitNotFound
 		}
 		return "", &StartError{Code: code, Err: err}
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/policy"
 )
 
@@ -18,9 +19,9 @@ func TestEndExitCode(t *testing.T) {
 		{End{Exited: true, Status: 0}, 0},
 		{End{Exited: true, Status: 9}, 137},
 		{End{Exited: true, Status: 15}, 143},
-		{End{Deadline: true, Exited: true, Status: 9}, ExitDeadline},
-		{End{Deadline: true}, ExitDeadline},
-		{End{}, ExitFailure},
+		{End{Deadline: true, Exited: true, Status: 9}, lineage.ExitDeadline},
+		{End{Deadline: true}, lineage.ExitDeadline},
+		{End{}, lineage.ExitFailure},
 	} {
 		if got := c.end.ExitCode(); got != c.want {
 			t.Errorf("%+v: exit %d, want %d", c.end, got, c.want)
@@ -52,9 +53,9 @@ func TestLookPathStartErrors(t *testing.T) {
 		command string
 		want    int
 	}{
-		{"lineage-no-such-command", ExitNotFound},
-		{filepath.Join(t.TempDir(), "missing"), ExitNotFound},
-		{notExec, ExitCannotRun},
+		{"lineage-no-such-command", lineage.ExitNotFound},
+		{filepath.Join(t.TempDir(), "missing"), lineage.ExitNotFound},
+		{notExec, lineage.ExitCannotRun},
 	} {
 		_, err := LookPath(c.command)
 		var start *StartError

@@ -10,7 +10,7 @@ import (
 	"github.com/lineage-dev/lineage/internal/jobreport"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/policy"
-	"github.com/lineage-dev/lineage/internal/procstat"
+	"github.com/lineage-dev/lineage/internal/proc"
 	"github.com/lineage-dev/lineage/internal/supervise"
 )
 
@@ -121,10 +121,10 @@ func spawnHeld(ctx context.Context, cfg Config, children *supervise.Children, ho
 	r.Close()
 	if err != nil {
 		release()
-		return nil, &StartError{Code: ExitCannotRun, Err: fmt.Errorf("run %s: %w", s.Command[0], err)}
+		return nil, &StartError{Code: lineage.ExitCannotRun, Err: fmt.Errorf("run %s: %w", s.Command[0], err)}
 	}
 	exit := children.Wait(cmd.Process.Pid)
-	st, err := procstat.Read("/proc", cmd.Process.Pid)
+	st, err := proc.ReadStat("/proc", cmd.Process.Pid)
 	release()
 	if err == nil {
 		err = remote.Register(ctx, st.Identity, s.Command)

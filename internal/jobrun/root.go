@@ -10,7 +10,7 @@ import (
 
 	"github.com/lineage-dev/lineage/internal/jobreport"
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/pidfd"
+	"github.com/lineage-dev/lineage/internal/reap"
 	"github.com/lineage-dev/lineage/internal/supervise"
 )
 
@@ -137,7 +137,7 @@ func (r *Root) wait(opts WaitOptions) End {
 				return end
 			}
 			end.Interrupted = sig
-			if err := pidfd.Signal(r.id, sig.(syscall.Signal)); err != nil {
+			if err := reap.Signal(r.id, sig.(syscall.Signal)); err != nil {
 				r.notes.Detail("lineage: pass %v to the job: %v\n", sig, err)
 			}
 			// Give the job the grace to exit on its own.

@@ -167,7 +167,7 @@ func (w *Writer) Reap(rep reap.Report, why string) error {
 
 // outcomeEvents are the events that stand for one reap outcome.
 func outcomeEvents(o reap.Outcome, why string) []Event {
-	if o.Result == reap.Kept {
+	if o.Result == lineage.Kept {
 		ev := fromMember(KindKeep, o.Member)
 		ev.Reason, ev.Result = o.Reason, string(o.Result)
 		return []Event{ev}

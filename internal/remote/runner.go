@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/api"
-	"github.com/lineage-dev/lineage/internal/backend"
 	"github.com/lineage-dev/lineage/internal/client"
 	"github.com/lineage-dev/lineage/internal/jobreport"
 	"github.com/lineage-dev/lineage/internal/jobrun"
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
 )
 
@@ -53,7 +53,7 @@ func OpenRunner(ctx context.Context, c *client.Client, opts RunnerOptions) (*Run
 	if err := c.Do(ctx, http.MethodGet, "/v1/status", nil, &r.status); err != nil {
 		return nil, err
 	}
-	if opts.Backend != backend.Auto && opts.Backend != r.status.Backend {
+	if opts.Backend != loader.BackendAuto && opts.Backend != r.status.Backend {
 		return nil, fmt.Errorf("the daemon's backend is %q, not %q", r.status.Backend, opts.Backend)
 	}
 	return r, nil

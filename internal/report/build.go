@@ -130,8 +130,8 @@ func (rep *Report) link(procs map[lineage.Identity]*Process) {
 		s.Processes++
 		s.Roots += b2i(p.IsRoot)
 		s.Leaks += b2i(p.Leaked)
-		s.Reaped += b2i(p.Outcome == Killed || p.Outcome == Terminated)
-		s.Kept += b2i(p.Outcome == Kept)
+		s.Reaped += b2i(p.Outcome == lineage.Killed || p.Outcome == lineage.Terminated)
+		s.Kept += b2i(p.Outcome == lineage.Kept)
 	}
 	byStart := func(a, b *Process) int {
 		return cmp.Or(cmp.Compare(a.Start, b.Start), lineage.Compare(a.ID, b.ID))

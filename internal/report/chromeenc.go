@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
 // The trace's events are encoded by hand, byte for byte as encoding/json's
@@ -82,7 +84,7 @@ func appendValue(b []byte, v any) ([]byte, error) {
 	switch v := v.(type) {
 	case string:
 		return appendString(b, v), nil
-	case Outcome:
+	case lineage.Result:
 		return appendString(b, string(v)), nil
 	case int:
 		return strconv.AppendInt(b, int64(v), 10), nil

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
 // TextOptions tune [Report.WriteText].
@@ -110,16 +112,16 @@ func (t *textWriter) end(p *Process) (string, string) {
 		reason = " (" + Clean(p.Reason) + ")"
 	}
 	switch p.Outcome {
-	case Killed, Terminated:
+	case lineage.Killed, lineage.Terminated:
 		return fmt.Sprintf("reaped: %s, %s%s", strings.Join(p.Signals, "→"), p.Outcome, reason), styleReap
-	case Kept:
+	case lineage.Kept:
 		return "kept" + reason, styleKept
-	case Leaked:
+	case lineage.Leaked:
 		if p.Ended {
 			return "outlived its root, then " + p.Exit.String() + reason, styleLeak
 		}
 		return "still alive at the end of the record" + reason, styleLeak
-	case Exited:
+	case lineage.Exited:
 		return p.Exit.String(), ""
 	}
 	return "end unknown", ""

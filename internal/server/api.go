@@ -24,9 +24,6 @@ type (
 // APIVersion is the version of the API, the /v1 of its paths.
 const APIVersion = api.APIVersion
 
-// Reported is the result of a member that was only reported.
-const Reported = api.Reported
-
 // The error codes, with the HTTP status each comes with.
 const (
 	CodeInvalid    = api.CodeInvalid

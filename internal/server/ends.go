@@ -45,7 +45,7 @@ func (s *Server) reportSession(r *http.Request, p Peer) (int, any, error) {
 			re.Warnings = append(re.Warnings, err.Error())
 		}
 		for _, l := range live {
-			re.Outcomes = append(re.Outcomes, se.outcome(l.Member, e.rt.label, l.Argv, l.Age, Reported, ""))
+			re.Outcomes = append(re.Outcomes, se.outcome(l.Member, e.rt.label, l.Argv, l.Age, lineage.Reported, ""))
 		}
 		out.Roots = append(out.Roots, re)
 	}
@@ -200,11 +200,11 @@ func (s *Server) closeSparing(ctx context.Context, id string, uid uint32, spare 
 func (se *session) rootEnd(e rootEntry, rep *job.Report) RootEnd {
 	re := RootEnd{Root: e.id, Label: e.rt.label, Decision: rep.Decision, Outcomes: []Outcome{}, Warnings: rep.Warnings}
 	for _, l := range rep.Leftovers {
-		re.Outcomes = append(re.Outcomes, se.outcome(l.Member, e.rt.label, l.Argv, l.Age, Reported, ""))
+		re.Outcomes = append(re.Outcomes, se.outcome(l.Member, e.rt.label, l.Argv, l.Age, lineage.Reported, ""))
 	}
 	if rep.Reap != nil {
 		for _, o := range rep.Reap.Outcomes {
-			out := se.outcome(o.Member, e.rt.label, o.Argv, o.Age, string(o.Result), o.Reason)
+			out := se.outcome(o.Member, e.rt.label, o.Argv, o.Age, o.Result, o.Reason)
 			out.Signals = o.Sent
 			re.Outcomes = append(re.Outcomes, out)
 		}
@@ -213,7 +213,7 @@ func (se *session) rootEnd(e rootEntry, rep *job.Report) RootEnd {
 	return re
 }
 
-func (se *session) outcome(m lineage.Member, label string, argv []string, age time.Duration, result, reason string) Outcome {
+func (se *session) outcome(m lineage.Member, label string, argv []string, age time.Duration, result lineage.Result, reason string) Outcome {
 	return Outcome{
 		Process: m.Identity, Parent: m.Parent, Argv: argv, Label: label, Session: se.id,
 		Kind: se.kind.String(), Age: age, Result: result, Reason: reason,
