@@ -13,7 +13,7 @@
 #                  (PREFIX=/usr/local, DESTDIR honoured)
 #   make test      the full test suite, BPF included (run as root)
 #   make demo      lineage run on a leaky demo job, then the report
-#   make bench     benchmarks, printed as the README's table
+#   make bench     benchmarks, printed as docs/benchmarks.md's tables
 #   make generate  rebuild the BPF objects (needs clang, llvm, libbpf-dev)
 #   make kmatrix   the kernel matrix: Debian's kernels under QEMU, lineage's
 #                  per-kernel tests inside (KERNELS=5.10 make kmatrix: one)
