@@ -112,7 +112,7 @@ func whyFromProc(o *whyOptions, cause error) error {
 	}
 	linef(o.s.out, "/proc parent chain (ppid, which every reparent changes: not lineage's answer):")
 	for _, st := range chain {
-		linef(o.s.out, "  %-16s ppid %-7d %s", st.Process, st.PPID, argvText(st.Argv, st.Comm))
+		linef(o.s.out, "  %-16s ppid %-7d %s", st.Process, st.PPID, lineage.CommandLine(st.Argv, st.Comm))
 	}
 	return exitError{exitNotTracked}
 }
@@ -163,7 +163,7 @@ func printWhy(w io.Writer, v api.Why) {
 	linef(w, "%s: session %s, root %s%s; lineage parents, each the creator of the line above:",
 		v.Process, lineage.Printable(v.Session), v.Root, label)
 	for _, st := range v.Chain {
-		linef(w, "  %-16s %-24s %s", st.Process, stepState(st), argvText(st.Argv, st.Comm))
+		linef(w, "  %-16s %-24s %s", st.Process, stepState(st), lineage.CommandLine(st.Argv, st.Comm))
 		if st.Skipped > 0 {
 			linef(w, "  %-16s %d exited ancestors the daemon no longer keeps (it keeps at most %d)", "…", st.Skipped, lineage.MaxExitedKept)
 		}
@@ -192,19 +192,6 @@ func stepState(st api.WhyStep) string {
 		s = "root, " + s
 	}
 	return s
-}
-
-// argvText is argv as one line with control characters escaped, or the
-// command name in brackets when argv is unknown.
-func argvText(argv []string, comm string) string {
-	if len(argv) == 0 {
-		return "[" + lineage.Printable(comm) + "]"
-	}
-	words := make([]string, len(argv))
-	for i, a := range argv {
-		words[i] = lineage.Printable(a)
-	}
-	return strings.Join(words, " ")
 }
 
 func writeJSONTo(w io.Writer, v any) error {

@@ -40,7 +40,7 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) {
 	case r.Exit != nil:
 		how = r.Exit.Text
 	}
-	fmt.Fprintf(w, "lineage: job %s: %s after %s (backend %s)\n", shellQuote(r.Command), how, round(r.JobTook), r.backendText())
+	fmt.Fprintf(w, "lineage: job %s: %s after %s (backend %s)\n", lineage.CommandLine(r.Command, ""), how, round(r.JobTook), r.backendText())
 	if opts.Verbose && r.Build != nil {
 		fmt.Fprintf(w, "lineage: version %s\n", r.Build)
 	}
@@ -94,7 +94,7 @@ func (r *Report) writeTable(w io.Writer, verbose bool) {
 			if oc.Reason != "" && (oc.Result == lineage.Refused || oc.Result == lineage.Survived || oc.Result == lineage.Kept || oc.Result == lineage.Killed) {
 				result += " (" + lineage.Printable(oc.Reason) + ")"
 			}
-			name := commandText(oc.Argv, oc.Member.Comm)
+			name := lineage.CommandLine(oc.Argv, oc.Member.Comm)
 			if oc.Member.Identity == r.Root {
 				name += "   [the job]"
 			}
@@ -105,7 +105,7 @@ func (r *Report) writeTable(w io.Writer, verbose bool) {
 		if !room() {
 			continue
 		}
-		fmt.Fprintf(tw, "  %s\t%d\t%s\t-\tleft running\t%s\n", l.Identity, l.Parent.PID, round(l.Age), commandText(l.Argv, l.Comm))
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t-\tleft running\t%s\n", l.Identity, l.Parent.PID, round(l.Age), lineage.CommandLine(l.Argv, l.Comm))
 	}
 	tw.Flush()
 	if more > 0 {
@@ -149,32 +149,6 @@ func (r *Report) WriteJSONFile(path string) error {
 	}
 	defer f.Close()
 	return f.Write(r)
-}
-
-func commandText(argv []string, comm string) string {
-	if len(argv) > 0 {
-		return shellQuote(argv)
-	}
-	if comm != "" {
-		return "[" + lineage.Printable(comm) + "]"
-	}
-	return "?"
-}
-
-// shellQuote renders argv for a human, quoting what needs it, with every
-// control character escaped (lineage.Printable): an argument can't forge
-// lines or drive the terminal.
-func shellQuote(argv []string) string {
-	out := make([]string, len(argv))
-	for i, a := range argv {
-		a = lineage.Printable(a)
-		if a != "" && !strings.ContainsAny(a, " \t\n'\"\\$`;&|<>()*?[]{}!#~") {
-			out[i] = a
-			continue
-		}
-		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return strings.Join(out, " ")
 }
 
 func round(d time.Duration) time.Duration {

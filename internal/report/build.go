@@ -211,7 +211,7 @@ func (rep *Report) explain() {
 	s := rep.Summary
 	add := func(format string, args ...any) { rep.Unknowns = append(rep.Unknowns, fmt.Sprintf(format, args...)) }
 	for _, limit := range rep.Header.Limits {
-		add("%s", Clean(limit))
+		add("%s", lineage.Printable(limit))
 	}
 	if s.Lost > 0 {
 		add("events the kernel could not deliver: %d (in %d losses): processes, argv or ends may be missing", s.Lost, s.Losses)

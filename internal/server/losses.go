@@ -3,9 +3,9 @@ package server
 import (
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/tracker"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/record"
+	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
 // lossEvery is how often the tracker's loss counters are read for the

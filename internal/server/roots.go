@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/tracker"
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
 // identityOf returns the identity of the live process pid, checked against

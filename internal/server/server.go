@@ -11,10 +11,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/tracker"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/proc"
+	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
 // Options configure a [Server].

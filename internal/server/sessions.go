@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/tracker"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
 // session is one session's state. Its fields are guarded by Server.mu;

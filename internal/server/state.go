@@ -13,11 +13,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/tracker"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/proc"
+	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
 // stateVersion is the version of the state file's layout.

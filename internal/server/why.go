@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lineage-dev/lineage/internal/tracker"
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
 // why answers GET /v1/why/{process}, where process is PID (a live process)
