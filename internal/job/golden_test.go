@@ -37,7 +37,7 @@ func goldenReports() map[string]func() *Report {
 						{Member: lineage.Member{Identity: a, Parent: root}, Argv: []string{"sleep", "1"}, Age: 2500 * time.Millisecond, Signal: "TERM", Sent: []string{"TERM"}, Result: lineage.Terminated},
 						{Member: lineage.Member{Identity: b, Parent: a, Comm: "bash"}, Result: lineage.Vanished},
 						{Member: lineage.Member{Identity: c, Parent: a}, Argv: []string{"x y", "it's"}, Result: lineage.Kept, Reason: "kept by --keep exe:/x"},
-						{Member: lineage.Member{Identity: d, Parent: a}, Result: lineage.Refused, Reason: "in lineage's process group"},
+						{Member: lineage.Member{Identity: d, Parent: a}, Result: lineage.Refused, Reason: "an ancestor of lineage"},
 						{Member: lineage.Member{Identity: e, Parent: a}, Signal: "KILL", Result: lineage.Survived, Reason: "no permission"},
 					}},
 				Contained: []lineage.Identity{b, c},

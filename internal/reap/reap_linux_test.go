@@ -516,7 +516,6 @@ func TestReapProtected(t *testing.T) {
 	extra := map[lineage.Identity]string{
 		self:                     "the reaper itself",
 		parent:                   "ancestor",
-		l.peer():                 "process group",
 		identityOf(t, 1):         "pid 0 and 1",
 		thread:                   "not a process",
 		l.bystanders[0]:          "protected by the caller",
