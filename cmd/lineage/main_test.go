@@ -31,6 +31,8 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	case "lineage":
 		os.Exit(execute(os.Args[1:]))
+	case "agent-host":
+		os.Exit(agentHost())
 	case "leader-exit":
 		// The leader thread exits; another thread runs on, for a finite
 		// time, as every test process does.
