@@ -109,7 +109,7 @@ func TestReportRunFormats(t *testing.T) {
 			}
 			switch format {
 			case "tree":
-				if !strings.Contains(out, `LEAK daemon \x1b[31m`) {
+				if !strings.Contains(out, `LEAK daemon '\x1b[31m'`) {
 					t.Errorf("tree:\n%s", out)
 				}
 			case "html":
