@@ -28,7 +28,7 @@ func goldenReports() map[string]func() *Report {
 				JobTook:     12345678 * time.Microsecond,
 				Decision:    "reap: the root exited",
 				Reaping:     "on (default)",
-				Interrupted: "interrupt",
+				Interrupted: "INT",
 				Reap: &reap.Report{Containment: "kernel", Took: 1234567 * time.Microsecond, Passes: 2,
 					Phases:    reap.Phases{Kill: time.Millisecond},
 					Survivors: []lineage.Identity{e},
