@@ -1,5 +1,5 @@
 // Command lineage-bench measures what lineage costs, side by side in one
-// run, and prints the table the README shows:
+// run, and prints the tables docs/benchmarks.md shows:
 //
 //   - the fork+exit+wait and fork+exec+wait rates of a spawner with no
 //     tracker, with the BPF tracker loaded but not tracking it, and with the
