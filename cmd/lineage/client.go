@@ -10,12 +10,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/client"
+	"github.com/lineage-dev/lineage/internal/cli"
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
 // clientOptions are the flags every client command shares.
 type clientOptions struct {
-	s      streams
+	s      cli.Streams
 	Socket string
 	JSON   bool
 }
@@ -40,14 +41,14 @@ func (o *clientOptions) call(ctx context.Context, method, path string, body, out
 		return o.print(out)
 	}
 	if text != nil {
-		text(o.s.out)
+		text(o.s.Out)
 	}
 	return nil
 }
 
 // print writes the daemon's answer as indented JSON.
 func (o *clientOptions) print(out any) error {
-	enc := json.NewEncoder(o.s.out)
+	enc := json.NewEncoder(o.s.Out)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
 }

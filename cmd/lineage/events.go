@@ -6,9 +6,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/client"
+	"github.com/lineage-dev/lineage/internal/cli"
 )
 
-func newCmdEvents(s streams) *cobra.Command {
+func newCmdEvents(s cli.Streams) *cobra.Command {
 	o := &clientOptions{s: s}
 	var session string
 	cmd := &cobra.Command{
@@ -23,7 +24,7 @@ func newCmdEvents(s streams) *cobra.Command {
 				return err
 			}
 			defer body.Close()
-			_, err = io.Copy(s.out, body)
+			_, err = io.Copy(s.Out, body)
 			return err
 		},
 	}

@@ -9,10 +9,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/internal/cli"
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
-func newCmdKeep(s streams) *cobra.Command {
+func newCmdKeep(s cli.Streams) *cobra.Command {
 	o := &clientOptions{s: s}
 	var req api.AddKeep
 	var rm bool

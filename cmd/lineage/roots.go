@@ -6,10 +6,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/internal/cli"
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
-func newCmdRoots(s streams) *cobra.Command {
+func newCmdRoots(s cli.Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "roots",
 		Short: "Register, list, show and untrack the daemon's roots",
@@ -20,7 +21,7 @@ func newCmdRoots(s streams) *cobra.Command {
 
 // newCmdOnRoot is a client command that sends method to one root's
 // resource, /v1/roots/PID@START, and prints the root it gets back.
-func newCmdOnRoot(s streams, use, short, method string, print func(io.Writer, api.Root)) *cobra.Command {
+func newCmdOnRoot(s cli.Streams, use, short, method string, print func(io.Writer, api.Root)) *cobra.Command {
 	o := &clientOptions{s: s}
 	cmd := &cobra.Command{
 		Use:   use,

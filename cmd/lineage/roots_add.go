@@ -8,9 +8,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/internal/cli"
 )
 
-func newCmdRootsAdd(s streams) *cobra.Command {
+func newCmdRootsAdd(s cli.Streams) *cobra.Command {
 	o := &clientOptions{s: s}
 	var req api.AddRoot
 	cmd := &cobra.Command{

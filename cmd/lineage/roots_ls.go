@@ -7,9 +7,10 @@ import (
 
 	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/client"
+	"github.com/lineage-dev/lineage/internal/cli"
 )
 
-func newCmdRootsLs(s streams) *cobra.Command {
+func newCmdRootsLs(s cli.Streams) *cobra.Command {
 	o := &clientOptions{s: s}
 	var session string
 	cmd := &cobra.Command{

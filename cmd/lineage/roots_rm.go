@@ -6,9 +6,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/internal/cli"
 )
 
-func newCmdRootsRm(s streams) *cobra.Command {
+func newCmdRootsRm(s cli.Streams) *cobra.Command {
 	return newCmdOnRoot(s, "rm PID@START", "Stop tracking a root's lineage; nothing is signalled", "DELETE",
 		func(w io.Writer, out api.Root) { linef(w, "untracked %s", out.Root) })
 }

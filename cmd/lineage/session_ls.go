@@ -6,9 +6,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/internal/cli"
 )
 
-func newCmdSessionLs(s streams) *cobra.Command {
+func newCmdSessionLs(s cli.Streams) *cobra.Command {
 	o := &clientOptions{s: s}
 	cmd := &cobra.Command{
 		Use:   "ls",

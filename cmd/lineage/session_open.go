@@ -6,10 +6,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/internal/cli"
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
-func newCmdSessionOpen(s streams) *cobra.Command {
+func newCmdSessionOpen(s cli.Streams) *cobra.Command {
 	o := &clientOptions{s: s}
 	var req api.OpenSession
 	var owner string

@@ -7,9 +7,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/internal/cli"
 )
 
-func newCmdSessionReport(s streams) *cobra.Command {
+func newCmdSessionReport(s cli.Streams) *cobra.Command {
 	o := &clientOptions{s: s}
 	cmd := &cobra.Command{
 		Use:   "report S",

@@ -6,11 +6,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/internal/cli"
 )
 
 // newCmdStatus asks the daemon whether it answers: exit 0 when it does,
-// exitFailure when it doesn't (a readiness probe's question).
-func newCmdStatus(s streams) *cobra.Command {
+// lineage.ExitFailure when it doesn't (a readiness probe's question).
+func newCmdStatus(s cli.Streams) *cobra.Command {
 	o := &clientOptions{s: s}
 	cmd := &cobra.Command{
 		Use:   "status",

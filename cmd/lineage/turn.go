@@ -7,15 +7,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/internal/cli"
 )
 
-func newCmdTurn(s streams) *cobra.Command {
+func newCmdTurn(s cli.Streams) *cobra.Command {
 	cmd := &cobra.Command{Use: "turn", Short: "End an agent's turn"}
 	cmd.AddCommand(newCmdTurnEnd(s))
 	return cmd
 }
 
-func newCmdTurnEnd(s streams) *cobra.Command {
+func newCmdTurnEnd(s cli.Streams) *cobra.Command {
 	o := &clientOptions{s: s}
 	cmd := &cobra.Command{
 		Use:   "end S",
