@@ -57,7 +57,10 @@ func (b *BPF) Run(ctx context.Context, fn func(lineage.Event)) error {
 	stop := context.AfterFunc(ctx, func() { _ = b.reader.Flush() })
 	defer stop()
 	var rec ringbuf.Record
+	// A Sync that began before a read that finds the ring empty is done.
+	defer b.syncs.release(^uint64(0))
 	for {
+		synced := b.syncs.seq()
 		done := ctx.Err() != nil
 		if done {
 			// Deliver what is pending, then stop.
@@ -77,6 +80,7 @@ func (b *BPF) Run(ctx context.Context, fn func(lineage.Event)) error {
 			}
 			fn(ev)
 		case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, ringbuf.ErrFlushed):
+			b.syncs.release(synced)
 			if done {
 				return nil
 			}

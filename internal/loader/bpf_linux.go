@@ -128,6 +128,8 @@ type BPF struct {
 	sweeps sweeps[[]memberEntry]
 	// undecodable counts ring-buffer records Run could not decode.
 	undecodable atomic.Uint64
+	// syncs are the callers of Sync waiting for Run.
+	syncs syncWaiters
 }
 
 var _ Backend = (*BPF)(nil)

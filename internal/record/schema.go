@@ -19,7 +19,8 @@ const SchemaVersion = 1
 type Kind string
 
 // The event kinds. fork, exec and exit come from the tracker; signal, keep
-// and leak from the job's end and its reap; loss from the tracker's counters.
+// and leak from the job's end and its reap; loss from the tracker's counters;
+// end closes a sidecar's event stream filtered to a session that closed.
 const (
 	KindFork   Kind = "fork"
 	KindExec   Kind = "exec"
@@ -28,12 +29,13 @@ const (
 	KindKeep   Kind = "keep"
 	KindLeak   Kind = "leak"
 	KindLoss   Kind = "loss"
+	KindEnd    Kind = "end"
 )
 
 // Known reports whether k is a kind this version of the schema defines.
 func (k Kind) Known() bool {
 	switch k {
-	case KindFork, KindExec, KindExit, KindSignal, KindKeep, KindLeak, KindLoss:
+	case KindFork, KindExec, KindExit, KindSignal, KindKeep, KindLeak, KindLoss, KindEnd:
 		return true
 	}
 	return false

@@ -191,6 +191,7 @@ func (s *Server) closeSparing(ctx context.Context, id string, uid uint32, spare 
 		delete(s.sessions, id)
 	}
 	s.mu.Unlock()
+	s.endStreams(ctx, se)
 	s.records.closeLater(id)
 	s.save()
 	return out

@@ -107,6 +107,7 @@ func (s *Server) dropIfEmpty(se *session) {
 		se.closed = true
 		se.stopOwner()
 		delete(s.sessions, se.id)
+		s.hub.endSession(se)
 	}
 }
 

@@ -233,6 +233,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/v1/roots", methods{"GET": s.listRoots, "POST": s.addRoot})
 	mux.Handle("/v1/roots/{id}", methods{"GET": s.getRoot, "DELETE": s.removeRoot})
 	mux.Handle("/v1/roots/{id}/end", methods{"POST": s.endRoot})
+	mux.Handle("/v1/roots/{id}/holders", methods{"GET": s.holders})
 	mux.Handle("/v1/keeps", methods{"POST": s.addKeep})
 	mux.Handle("/v1/keeps/{rule}", methods{"DELETE": s.removeKeep})
 	mux.Handle("/v1/events", methods{"GET": s.events})

@@ -1,0 +1,51 @@
+package api
+
+import (
+	"time"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+)
+
+// MaxHolderPipes bounds the pipes one GET /v1/roots/{id}/holders names.
+const MaxHolderPipes = 16
+
+// MaxHolderMembers bounds the members whose descriptors one holders
+// request reads; past it the answer says Truncated.
+const MaxHolderMembers = 1024
+
+// MaxHolderFDs bounds the descriptors read per member.
+const MaxHolderFDs = 4096
+
+// Holders is the body of GET /v1/roots/{id}/holders?pipe=INODE,...: the
+// live members of the root's lineage that hold any of the pipes, found by
+// the pipe's inode among the links of their /proc/PID/fd.
+type Holders struct {
+	Root lineage.Identity `json:"root"`
+	// Pipes are the inodes asked about, in the order given.
+	Pipes []uint64 `json:"pipes"`
+	// Holders are the members that hold one of the pipes, in identity
+	// order.
+	Holders []Holder `json:"holders"`
+	// Scanned is how many members' descriptors were read; Truncated is set
+	// when the lineage had more than MaxHolderMembers, or a member more
+	// than MaxHolderFDs descriptors, and some were not read.
+	Scanned   int  `json:"scanned"`
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// Holder is one member holding one or more of the pipes.
+type Holder struct {
+	Process lineage.Identity `json:"process"`
+	Parent  lineage.Identity `json:"parent"`
+	Comm    string           `json:"comm,omitempty"`
+	Argv    []string         `json:"argv,omitempty"`
+	Age     time.Duration    `json:"age_ns"`
+	// FDs are the member's descriptors that are one of the pipes.
+	FDs []HeldFD `json:"fds"`
+}
+
+// HeldFD is one descriptor of a holder and the pipe it is.
+type HeldFD struct {
+	FD   int    `json:"fd"`
+	Pipe uint64 `json:"pipe"`
+}
