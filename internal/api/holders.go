@@ -6,7 +6,8 @@ import (
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
-// MaxHolderPipes bounds the pipes one GET /v1/roots/{id}/holders names.
+// MaxHolderPipes bounds the pipes and sockets one GET
+// /v1/roots/{id}/holders names.
 const MaxHolderPipes = 16
 
 // MaxHolderMembers bounds the members whose descriptors one holders
@@ -18,11 +19,14 @@ const MaxHolderFDs = 4096
 
 // Holders is the body of GET /v1/roots/{id}/holders?pipe=INODE,...: the
 // live members of the root's lineage that hold any of the pipes, found by
-// the pipe's inode among the links of their /proc/PID/fd.
+// the pipe's inode among the links of their /proc/PID/fd; or, with
+// socket=INODE, the other end of the caller's Unix socket INODE (a
+// socketpair, as Node's child_process makes a child's stdio of).
 type Holders struct {
 	Root lineage.Identity `json:"root"`
-	// Pipes are the inodes asked about, in the order given.
-	Pipes []uint64 `json:"pipes"`
+	// Pipes and Sockets are the inodes asked about, in the order given.
+	Pipes   []uint64 `json:"pipes"`
+	Sockets []uint64 `json:"sockets,omitempty"`
 	// Holders are the members that hold one of the pipes, in identity
 	// order.
 	Holders []Holder `json:"holders"`
@@ -44,8 +48,10 @@ type Holder struct {
 	FDs []HeldFD `json:"fds"`
 }
 
-// HeldFD is one descriptor of a holder and the pipe it is.
+// HeldFD is one descriptor of a holder and the pipe it is, or the socket
+// asked about whose other end it is.
 type HeldFD struct {
-	FD   int    `json:"fd"`
-	Pipe uint64 `json:"pipe"`
+	FD     int    `json:"fd"`
+	Pipe   uint64 `json:"pipe,omitempty"`
+	Socket uint64 `json:"socket,omitempty"`
 }

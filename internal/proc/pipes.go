@@ -6,22 +6,29 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 )
 
-// PipeFD is one descriptor of a process that is a pipe, by the pipe's inode.
-type PipeFD struct {
+// FDLink is one descriptor of a process and what its /proc/PID/fd link
+// names ("pipe:[7]", "socket:[9]").
+type FDLink struct {
 	FD   int
-	Pipe uint64
+	Link string
 }
 
-// Pipes returns the descriptors of pid that are one of want's pipes (both
-// ends of a pipe share its inode), in descriptor order, reading at most max
-// of pid's descriptors; truncated is set when it had more. A descriptor
-// closed while it reads is skipped. It reads links only: nothing of the
-// pipes' contents. The caller checks pid's identity after the read, since
-// the pid may have been reused meanwhile.
-func (p FS) Pipes(pid int, want map[uint64]bool, max int) (fds []PipeFD, truncated bool, err error) {
+// PipeLink is the /proc/PID/fd link of a descriptor of the pipe with inode
+// ino (either end: both share it).
+func PipeLink(ino uint64) string { return "pipe:[" + strconv.FormatUint(ino, 10) + "]" }
+
+// SocketLink is the /proc/PID/fd link of a descriptor of the socket with
+// inode ino.
+func SocketLink(ino uint64) string { return "socket:[" + strconv.FormatUint(ino, 10) + "]" }
+
+// FDLinks returns the descriptors of pid whose link is one of want, in
+// descriptor order, reading at most max of pid's descriptors; truncated is
+// set when it had more. A descriptor closed while it reads is skipped. It
+// reads links only, nothing through them. The caller checks pid's identity
+// after the read, since the pid may have been reused meanwhile.
+func (p FS) FDLinks(pid int, want map[string]bool, max int) (fds []FDLink, truncated bool, err error) {
 	dir := filepath.Join(p.root, strconv.Itoa(pid), "fd")
 	d, err := os.Open(dir)
 	if err != nil {
@@ -41,27 +48,10 @@ func (p FS) Pipes(pid int, want map[uint64]bool, max int) (fds []PipeFD, truncat
 			continue
 		}
 		link, err := os.Readlink(filepath.Join(dir, name))
-		if err != nil {
-			continue
-		}
-		if ino, ok := pipeInode(link); ok && want[ino] {
-			fds = append(fds, PipeFD{FD: fd, Pipe: ino})
+		if err == nil && want[link] {
+			fds = append(fds, FDLink{FD: fd, Link: link})
 		}
 	}
-	slices.SortFunc(fds, func(a, b PipeFD) int { return a.FD - b.FD })
+	slices.SortFunc(fds, func(a, b FDLink) int { return a.FD - b.FD })
 	return fds, truncated, nil
-}
-
-// pipeInode reads the inode of a /proc/PID/fd link to a pipe, "pipe:[N]".
-func pipeInode(link string) (uint64, bool) {
-	rest, ok := strings.CutPrefix(link, "pipe:[")
-	if !ok {
-		return 0, false
-	}
-	num, ok := strings.CutSuffix(rest, "]")
-	if !ok {
-		return 0, false
-	}
-	ino, err := strconv.ParseUint(num, 10, 64)
-	return ino, err == nil
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
-func TestParsePipes(t *testing.T) {
+func TestParseInodes(t *testing.T) {
 	for _, c := range []struct {
 		in   []string
 		want []uint64
@@ -25,23 +25,55 @@ func TestParsePipes(t *testing.T) {
 		{[]string{"7"}, []uint64{7}, true},
 		{[]string{"7,8", "9"}, []uint64{7, 8, 9}, true},
 		{[]string{"7,7, 8"}, []uint64{7, 8}, true},
-		{nil, nil, false},
+		{nil, nil, true},
 		{[]string{""}, nil, false},
 		{[]string{"0"}, nil, false},
 		{[]string{"-1"}, nil, false},
 		{[]string{"pipe:[7]"}, nil, false},
-		{[]string{"1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"}, nil, false},
-		{[]string{"1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16"}, []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, true},
 	} {
-		got, err := parsePipes(c.in)
+		got, err := parseInodes("pipe", c.in)
 		if (err == nil) != c.ok || !slices.Equal(got, c.want) {
-			t.Errorf("parsePipes(%q) = %v, %v; want %v, ok %v", c.in, got, err, c.want, c.ok)
+			t.Errorf("parseInodes(%q) = %v, %v; want %v, ok %v", c.in, got, err, c.want, c.ok)
 		}
 		if err != nil {
 			if status, _ := classify(err); status != http.StatusBadRequest {
-				t.Errorf("parsePipes(%q): status %d, want 400", c.in, status)
+				t.Errorf("parseInodes(%q): status %d, want 400", c.in, status)
 			}
 		}
+	}
+	sixteen := []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	if err := checkHolderQuery(sixteen[:10], sixteen[10:]); err != nil {
+		t.Errorf("16 pipes and sockets: %v", err)
+	}
+	if err := checkHolderQuery(sixteen, []uint64{17}); err == nil {
+		t.Error("17 pipes and sockets: no error")
+	}
+	if err := checkHolderQuery(nil, nil); err == nil {
+		t.Error("nothing asked: no error")
+	}
+}
+
+// The peer of a socketpair's end is the other end, as fstat shows it; a
+// socket that isn't there is refused.
+func TestUnixPeer(t *testing.T) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fds[0])
+	defer syscall.Close(fds[1])
+	var a, b syscall.Stat_t
+	if err := syscall.Fstat(fds[0], &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Fstat(fds[1], &b); err != nil {
+		t.Fatal(err)
+	}
+	if peer, err := unixPeer(a.Ino); err != nil || peer != b.Ino {
+		t.Errorf("unixPeer(%d) = %d, %v; want %d", a.Ino, peer, err, b.Ino)
+	}
+	if _, err := unixPeer(0xfffffff0); err == nil {
+		t.Error("unixPeer of a socket that isn't there: no error")
 	}
 }
 
@@ -159,4 +191,50 @@ func waitSleepers(t *testing.T, mark string, n int) []testutil.Proc {
 		return len(ps) >= n
 	})
 	return ps
+}
+
+// A child whose stdout is a socketpair's end (as Node's child_process
+// makes it): asked by the caller's own end, the holders are the members
+// holding the other.
+func TestHoldersOfTheOtherEndOfASocket(t *testing.T) {
+	l := startLiveServer(t)
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, theirs := os.NewFile(uintptr(fds[0]), "mine"), os.NewFile(uintptr(fds[1]), "theirs")
+	defer mine.Close()
+	c := exec.Command("sh", "-c", fmt.Sprintf("sleep %s & wait", testutil.Sleep(l.mark)))
+	c.Stdout = theirs
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	theirs.Close()
+	l.procs = append(l.procs, c)
+	root := lineage.Identity{PID: uint32(c.Process.Pid), StartTicks: startTicks(c.Process.Pid)}
+	l.do("POST", "/v1/roots", AddRoot{PID: int64(root.PID), Start: root.StartTicks, Session: "sock", Kind: "autonomous"}, nil)
+	sleepers := waitSleepers(t, l.mark, 1)
+	ino := inode(t, mine)
+	var got api.Holders
+	l.do("GET", fmt.Sprintf("/v1/roots/%s/holders?socket=%d", root, ino), nil, &got)
+	var held []int
+	for _, h := range got.Holders {
+		held = append(held, int(h.Process.PID))
+		if want := []api.HeldFD{{FD: 1, Socket: ino}}; !slices.Equal(h.FDs, want) {
+			t.Errorf("holder %s holds %v, want %v", h.Process, h.FDs, want)
+		}
+	}
+	if want := sortedInts([]int{int(root.PID), sleepers[0].PID}); !slices.Equal(held, want) {
+		t.Errorf("holders %v, want %v", held, want)
+	}
+	if code, _ := l.status("GET", fmt.Sprintf("/v1/roots/%s/holders?socket=%d", root, 0xfffffff0)); code != http.StatusBadRequest {
+		t.Errorf("holders of a socket that isn't there: %d, want 400", code)
+	}
+	l.do("POST", "/v1/sessions/sock/close", nil, nil)
+	for _, s := range sleepers {
+		if !testutil.WaitGone(s.PID, s.StartTicks, testutil.WaitForTimeout) {
+			t.Errorf("sleeper %d outlived its session's close", s.PID)
+		}
+	}
 }
