@@ -55,3 +55,20 @@ type HeldFD struct {
 	Pipe   uint64 `json:"pipe,omitempty"`
 	Socket uint64 `json:"socket,omitempty"`
 }
+
+// Arm is the body of POST /v1/arms: arm the calling process for Session
+// (opened with Kind and Label when it doesn't exist).
+type Arm struct {
+	Session string `json:"session"`
+	Kind    string `json:"kind,omitempty"`
+	Label   string `json:"label,omitempty"`
+}
+
+// Armed is the answer of POST and DELETE /v1/arms: the calling process,
+// the session what it forks becomes roots of, and the arm's cookie, the
+// number the kernel marks those roots with.
+type Armed struct {
+	Process lineage.Identity `json:"process"`
+	Session string           `json:"session"`
+	Cookie  uint32           `json:"cookie"`
+}

@@ -4,4 +4,4 @@ package buildinfo
 
 // CommittedBPF is the digest of the BPF objects committed in
 // internal/loader, for a binary that embeds none.
-const CommittedBPF = "f713710be226"
+const CommittedBPF = "6f7b85074485"

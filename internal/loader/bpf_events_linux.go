@@ -60,9 +60,11 @@ func (b *BPF) Run(ctx context.Context, fn func(lineage.Event)) error {
 	// A Sync that began before a read that finds the ring empty is done.
 	defer b.syncs.release(^uint64(0))
 	for {
-		synced := b.syncs.seq()
+		// A Sync that came while the last read waited needs a read that
+		// begins after it: one that doesn't wait.
+		synced, probe := b.syncs.seq(), b.syncs.pending()
 		done := ctx.Err() != nil
-		if done {
+		if done || probe {
 			// Deliver what is pending, then stop.
 			b.reader.SetDeadline(time.Now())
 		} else {

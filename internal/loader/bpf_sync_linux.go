@@ -36,6 +36,13 @@ func (s *syncWaiters) seq() uint64 {
 	return s.last
 }
 
+// pending reports whether a waiter waits.
+func (s *syncWaiters) pending() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.waiting) > 0
+}
+
 // release lets the waiters registered up to seq go.
 func (s *syncWaiters) release(seq uint64) {
 	s.mu.Lock()
@@ -52,9 +59,11 @@ func (s *syncWaiters) release(seq uint64) {
 }
 
 // Sync returns once Run has delivered every event the kernel had written
-// into the ring buffer when Sync was called, or with ctx's error: Run
-// read the ring buffer to empty after the call. A session's stream ends
-// after its reap's exits so.
+// into the ring buffer when Sync was called, or with ctx's error: a read
+// of Run's that began after the call found the ring buffer empty (the
+// Flush wakes a read that waits; a read that doesn't wait follows it). A
+// session's stream ends after its reap's exits so, and a report names
+// what its processes exec'd last.
 func (b *BPF) Sync(ctx context.Context) error {
 	if b.reader == nil {
 		return nil // a handoff reads no events
