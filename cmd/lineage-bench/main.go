@@ -16,7 +16,10 @@
 //   - the sidecar's: `lineage exec -- true` over `true`, registering a
 //     process with 1,000 descendants, closing a session of 100 roots with
 //     10 leftovers each beside the pidfd floor for 1,000, and the daemon's
-//     RSS idle and with 10,000 members.
+//     RSS idle and with 10,000 members;
+//   - with -only clients, the Python client's Client.run(["true"]) over
+//     subprocess.run(["true"]), and the pytest plugin's cost per test on
+//     1,000 trivial tests (clients_linux.go).
 //
 // It needs root (the BPF tracker) and gcc (the spawner is a small C program,
 // so that the Go runtime's own fork cost doesn't blur the figures).
@@ -48,7 +51,11 @@ func main() {
 	guardRuns := flag.Int("guardian-forks", 2000, "forks per `lineage run` spawner measurement, guardian on and off (0: skip)")
 	recordOnly := flag.Bool("record", false, "measure only what `lineage run --record` costs the spawner")
 	reapRounds := flag.Int("reap-rounds", 3, "interleaved rounds per reap latency figure")
-	only := flag.String("only", "", `"reap": measure the reap latency alone; "daemon": lineage run through a daemon against standalone; "serve": the sidecar's figures alone`)
+	only := flag.String("only", "", `"reap": measure the reap latency alone; "daemon": lineage run through a daemon against standalone; "serve": the sidecar's figures alone; "clients": the Python client's and the pytest plugin's`)
+	clientRuns := flag.Int("client-runs", 200, "Client.run([\"true\"]) runs, each beside a subprocess.run([\"true\"]) (-only clients)")
+	pytestTests := flag.Int("pytest-tests", 1000, "trivial tests per pytest run (-only clients)")
+	pytestRounds := flag.Int("pytest-rounds", 3, "interleaved pytest runs, plain and --lineage (-only clients)")
+	pythonSource := flag.String("python-client", "clients/python", "the Python package installed for -only clients")
 	sb := serveFlags()
 	backends := flag.String("reap-backends", "bpf,proc", "the backends whose reap latency is measured")
 	baseline := flag.String("reap-baseline", "", "another lineage binary (an older build) whose bpf reap latency is measured in the same rounds")
@@ -57,6 +64,11 @@ func main() {
 	if *only == "serve" {
 		fmt.Printf("## lineage benchmarks\n\n%s\n\n%s\n\n", machine(), binaries(*lineageBin))
 		benchServe(*lineageBin, *sb)
+		return
+	}
+	if *only == "clients" {
+		fmt.Printf("## lineage benchmarks\n\n%s\n\n%s\n\n", machine(), binaries(*lineageBin))
+		benchClients(*lineageBin, clientsFlagsOf(*clientRuns, *pytestTests, *pytestRounds, *pythonSource))
 		return
 	}
 	if *only == "daemon" {

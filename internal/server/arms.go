@@ -275,15 +275,21 @@ func (s *Server) claimArmed(se *session) {
 	if cookie == 0 {
 		return
 	}
-	defer s.syncEvents()
 	armed, err := s.tracker.ArmedRoots()
 	if err != nil {
 		s.note("lineage: session %s: list the armed roots: %v\n", se.id, err)
 		return
 	}
+	synced := false
 	for id, c := range armed {
 		if c != cookie {
 			continue
+		}
+		if !synced {
+			// Only for a session with armed roots: a test that forked
+			// nothing costs no wait.
+			defer s.syncEvents()
+			synced = true
 		}
 		s.mu.Lock()
 		_, have := se.roots[id]

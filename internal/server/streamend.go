@@ -32,12 +32,27 @@ func (s *Server) follow(sub *subscriber, se *session) {
 // endStreams ends the streams that follow se, which has closed, once the
 // tracker's pending events are in them.
 func (s *Server) endStreams(ctx context.Context, se *session) {
+	if !s.hub.followed(se) {
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, syncBeforeEnd)
 	defer cancel()
 	if err := s.tracker.Sync(ctx); err != nil {
 		s.note("lineage: session %s: end its streams without the tracker's last events: %v\n", se.id, err)
 	}
 	s.hub.endSession(se)
+}
+
+// followed reports whether a stream follows se.
+func (h *hub) followed(se *session) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for sub := range h.subs {
+		if sub.follows == se {
+			return true
+		}
+	}
+	return false
 }
 
 // endSession ends the streams that follow se.

@@ -191,7 +191,7 @@ class LineagePlugin:
                         self.client.keep(o["process"])
             outcomes = self.client.session_close(owner.session).outcomes  # disarms too
         else:
-            outcomes = self.client.turn_end(owner.session).outcomes
+            outcomes = self.client.report(owner.session).outcomes
             if not outcomes:
                 self.client.session_close(owner.session)  # disarms too
             else:
