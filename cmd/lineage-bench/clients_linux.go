@@ -81,7 +81,9 @@ func benchClients(lineageBin string, f clientsFlags) {
 		f.tests, f.rounds, armed.Round(time.Millisecond), plain.Round(time.Millisecond), perTest.Round(time.Microsecond))
 }
 
-func seconds(s float64) string { return time.Duration(s * float64(time.Second)).Round(10 * time.Microsecond).String() }
+func seconds(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(10 * time.Microsecond).String()
+}
 
 // benchVenv makes a venv that sees Debian's site packages (setuptools,
 // pytest) and installs the Python package from a copy of source into it,
