@@ -280,9 +280,19 @@ func (s *Server) claimArmed(se *session) {
 		s.note("lineage: session %s: list the armed roots: %v\n", se.id, err)
 		return
 	}
+	// A root another session has (it registered itself there: see
+	// rebindArmed) is not claimed back.
+	taken := map[lineage.Identity]bool{}
+	s.mu.Lock()
+	for _, other := range s.sessions {
+		for id := range other.roots {
+			taken[id] = true
+		}
+	}
+	s.mu.Unlock()
 	synced := false
 	for id, c := range armed {
-		if c != cookie {
+		if c != cookie || taken[id] {
 			continue
 		}
 		if !synced {
@@ -329,4 +339,70 @@ func (s *Server) armedFork(ev lineage.Event) {
 	if se := s.arms.sessionOf(armed[ev.Process]); se != nil {
 		s.rootSession.Store(ev.Process, se.id)
 	}
+}
+
+// rebindArmed makes id, a root an armed process forked that now registers
+// itself (lineage exec, a client's run, inside a test the pytest plugin
+// armed for), a root of se, the session it asks for, rather than of the
+// armed session: it is already a root in the kernel, from its first
+// instruction, so only the session it belongs to changes. It refuses when
+// id isn't an armed root, and when the armed session is another uid's.
+func (s *Server) rebindArmed(se *session, id lineage.Identity, label string, command []string, p Peer) (Root, error) {
+	armed, err := s.tracker.ArmedRoots()
+	if err != nil {
+		return Root{}, err
+	}
+	cookie, ok := armed[id]
+	if !ok {
+		return Root{}, fmt.Errorf("register %s: %w", id, loader.ErrAlreadyTracked)
+	}
+	var j *job.Job
+	from := s.arms.sessionOf(cookie)
+	if from != nil {
+		if !from.visible(p) {
+			return Root{}, forbidden("process %s is a root of session %q of uid %d: caller uid %d may not move it", id, from.id, from.uid, p.UID)
+		}
+		s.mu.Lock()
+		if rt, had := from.roots[id]; had {
+			j = rt.job
+		}
+		s.mu.Unlock()
+	}
+	if j == nil {
+		if j, err = s.tracker.Resume(id, job.RegisterOptions{Command: command}); err != nil {
+			return Root{}, fmt.Errorf("register %s: %w", id, err)
+		}
+	}
+	// se's first, then no longer the armed session's: at no moment in
+	// none, so the armed session's claim never takes it back.
+	v, err := s.addClaimed(se, id, j, label, command)
+	if err != nil {
+		return Root{}, err
+	}
+	if from != nil && from != se {
+		from.op.Lock()
+		s.mu.Lock()
+		delete(from.roots, id)
+		s.mu.Unlock()
+		from.op.Unlock()
+	}
+	return v, nil
+}
+
+// addClaimed makes j, the job of id, a root of se.
+func (s *Server) addClaimed(se *session, id lineage.Identity, j *job.Job, label string, command []string) (Root, error) {
+	se.op.Lock()
+	defer se.op.Unlock()
+	rt := &root{job: j, label: label, added: time.Now(), command: command}
+	if command == nil {
+		rt.command = j.Report().Command
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if se.closed {
+		return Root{}, conflict("session %q is closing", se.id)
+	}
+	se.roots[id] = rt
+	s.rootSession.Store(id, se.id)
+	return rt.view(id, se.id), nil
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/loader"
 )
 
 // identityOf returns the identity of the live process pid, checked against
@@ -37,6 +39,11 @@ func (s *Server) addRoot(r *http.Request, p Peer) (int, any, error) {
 		return 0, nil, err
 	}
 	v, err := s.register(se, id, req.Label, req.Command)
+	if errors.Is(err, loader.ErrAlreadyTracked) {
+		// An armed process's child that registers itself (lineage exec
+		// under the pytest plugin) is the root it asks to be.
+		v, err = s.rebindArmed(se, id, req.Label, req.Command, p)
+	}
 	if err != nil {
 		if created {
 			s.dropIfEmpty(se)

@@ -244,6 +244,30 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(rest[-1]["kind"], "end", rest)
         self.assertEqual(rest[-1]["reason"], "session %s closed" % s)
 
+    def test_run_from_an_armed_process(self):
+        """Under the pytest plugin the test process is armed: a command it
+        runs through the client is still the root of the session it names,
+        and what the armed process forks otherwise is the armed session's."""
+        armed, mine = session_name("armed"), session_name("asked")
+        c = Client(keepalive=True)
+        c.arm(armed, kind="interactive")
+        try:
+            done = c.run(["sh", "-c", "setsid sleep %s >/dev/null 2>&1 & echo $!" % SLEEP], mine,
+                         kind="autonomous", capture_output=True, text=True, check=True)
+            other = subprocess.Popen(["sleep", SLEEP])
+        finally:
+            c.disarm()
+        pid = int(done.stdout)
+        asked = [o["process"]["pid"] for o in c.report(mine).outcomes]
+        theirs = [o["process"]["pid"] for o in c.report(armed).outcomes]
+        self.assertEqual(asked, [pid])
+        self.assertEqual(theirs, [other.pid])
+        c.session_close(mine)
+        c.session_close(armed)
+        other.wait()
+        self.assertIsNone(start_ticks(pid))
+        c.close()
+
     def test_bad_input_raises_and_changes_nothing(self):
         with self.assertRaises(LineageError) as cm:
             self.client.keep("not-an-identity")
