@@ -165,10 +165,19 @@ static __always_inline void count_kill(int err, enum stat done)
 		count(STAT_SIGNAL_FAILED);
 }
 
-/* The start time of a process as /proc/PID/stat field 22 shows it. */
+/*
+ * The start time of a task in clock ticks since boot, as the kernel turns
+ * start_boottime into /proc/PID/stat's field 22 (nsec_to_clock_t).
+ */
+static __always_inline __u64 task_ticks(struct task_struct *task)
+{
+	return task->start_boottime / NSEC_PER_USER_TICK;
+}
+
+/* The start time of a process (its thread group's leader) as /proc shows it. */
 static __always_inline __u64 start_ticks(struct task_struct *task)
 {
-	return task->group_leader->start_boottime / NSEC_PER_USER_TICK;
+	return task_ticks(task->group_leader);
 }
 
 /*
@@ -303,7 +312,7 @@ static long try_kill(__u32 i, struct kill_ctx *k)
 		k->err = -1;
 		return 1;
 	}
-	if ((t->flags & PF_KTHREAD) || t->start_boottime / NSEC_PER_USER_TICK != k->start) {
+	if ((t->flags & PF_KTHREAD) || task_ticks(t) != k->start) {
 		bpf_task_release(t);
 		k->err = -1; /* gone, and the pid is a stranger's now */
 		return 1;
@@ -413,7 +422,7 @@ static __always_inline int spawn_root(struct task_struct *parent, struct task_st
 	struct member m = {};
 	struct root r = {};
 
-	m.start = child->start_boottime / NSEC_PER_USER_TICK;
+	m.start = task_ticks(child);
 	m.parent_pid = parent->tgid;
 	m.parent_start = start_ticks(parent);
 	m.root_pid = pid;
@@ -461,7 +470,7 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 			return spawn_root(parent, child, pid, ROOT_F_ARMED, a->cookie, EVENT_F_ROOT | EVENT_F_ARMED);
 		/* A doomed process's children are as untracked as it is. */
 		if (doomed_count && kill_if_doomed(forker, parent))
-			shut_out(pid, child->start_boottime / NSEC_PER_USER_TICK, parent, false);
+			shut_out(pid, task_ticks(child), parent, false);
 		return 0;
 	}
 	if (pm->start != start_ticks(parent)) {
@@ -471,7 +480,7 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 		return 0;
 	}
 
-	m.start = child->start_boottime / NSEC_PER_USER_TICK;
+	m.start = task_ticks(child);
 	m.parent_pid = forker;
 	m.parent_start = pm->start;
 	m.root_pid = pm->root_pid;

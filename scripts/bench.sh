@@ -1,5 +1,5 @@
 #!/bin/sh
-# make bench: the project's benchmarks, side by side, as the README's tables.
+# make bench: the project's benchmarks, side by side, as docs/benchmarks.md's tables.
 # Needs root (the BPF tracker) and gcc (the spawner). Takes a few minutes.
 set -eu
 bin=${1:-bin/lineage}

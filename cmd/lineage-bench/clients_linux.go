@@ -3,6 +3,7 @@ package main
 import (
 	_ "embed"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -27,8 +28,13 @@ type clientsFlags struct {
 	source              string
 }
 
-func clientsFlagsOf(runs, tests, rounds int, source string) clientsFlags {
-	return clientsFlags{runs: runs, tests: tests, rounds: rounds, source: source}
+func clientFlags() *clientsFlags {
+	var f clientsFlags
+	flag.IntVar(&f.runs, "client-runs", 200, `Client.run(["true"]) runs, each beside a subprocess.run(["true"]) (-only clients)`)
+	flag.IntVar(&f.tests, "pytest-tests", 1000, "trivial tests per pytest run (-only clients)")
+	flag.IntVar(&f.rounds, "pytest-rounds", 3, "interleaved pytest runs, plain and --lineage (-only clients)")
+	flag.StringVar(&f.source, "python-client", "clients/python", "the Python package installed for -only clients")
+	return &f
 }
 
 func benchClients(lineageBin string, f clientsFlags) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/loader/bpf"
 )
 
 // usableVariants parses a comma-separated list of variants and keeps the
@@ -24,7 +25,7 @@ func usableVariants(list string) ([]loader.Variant, error) {
 		if err != nil {
 			return nil, fmt.Errorf("-variants: %w", err)
 		}
-		b, err := loader.OpenBPF(&loader.BPFOptions{Variant: v})
+		b, err := bpf.Open(&bpf.Options{Variant: v})
 		if errors.Is(err, loader.ErrVariantUnsupported) {
 			fmt.Fprintf(os.Stderr, "lineage-bench: %s left out: %v\n", variantName(v), err)
 			continue
@@ -62,7 +63,7 @@ type guardResult struct {
 // the job nothing measurable.
 func measureGuardian(lineageBin, spawner string, rounds, forks int) (guardResult, error) {
 	res := guardResult{rates: map[string][]float64{}}
-	b, err := loader.OpenBPF(nil)
+	b, err := bpf.Open(nil)
 	if err != nil {
 		return res, err
 	}

@@ -52,28 +52,20 @@ func main() {
 	recordOnly := flag.Bool("record", false, "measure only what `lineage run --record` costs the spawner")
 	reapRounds := flag.Int("reap-rounds", 3, "interleaved rounds per reap latency figure")
 	only := flag.String("only", "", `"reap": measure the reap latency alone; "daemon": lineage run through a daemon against standalone; "serve": the sidecar's figures alone; "clients": the Python client's and the pytest plugin's`)
-	clientRuns := flag.Int("client-runs", 200, "Client.run([\"true\"]) runs, each beside a subprocess.run([\"true\"]) (-only clients)")
-	pytestTests := flag.Int("pytest-tests", 1000, "trivial tests per pytest run (-only clients)")
-	pytestRounds := flag.Int("pytest-rounds", 3, "interleaved pytest runs, plain and --lineage (-only clients)")
-	pythonSource := flag.String("python-client", "clients/python", "the Python package installed for -only clients")
+	cf := clientFlags()
 	sb := serveFlags()
 	backends := flag.String("reap-backends", "bpf,proc", "the backends whose reap latency is measured")
 	baseline := flag.String("reap-baseline", "", "another lineage binary (an older build) whose bpf reap latency is measured in the same rounds")
 	fr := forkFlags()
 	flag.Parse()
-	if *only == "serve" {
-		fmt.Printf("## lineage benchmarks\n\n%s\n\n%s\n\n", machine(), binaries(*lineageBin))
-		benchServe(*lineageBin, *sb)
-		return
+	alone := map[string]func(){
+		"serve":   func() { benchServe(*lineageBin, *sb) },
+		"clients": func() { benchClients(*lineageBin, *cf) },
+		"daemon":  func() { benchDaemon(*lineageBin, *runs, *fr) },
 	}
-	if *only == "clients" {
+	if bench, ok := alone[*only]; ok {
 		fmt.Printf("## lineage benchmarks\n\n%s\n\n%s\n\n", machine(), binaries(*lineageBin))
-		benchClients(*lineageBin, clientsFlagsOf(*clientRuns, *pytestTests, *pytestRounds, *pythonSource))
-		return
-	}
-	if *only == "daemon" {
-		fmt.Printf("## lineage benchmarks\n\n%s\n\n%s\n\n", machine(), binaries(*lineageBin))
-		benchDaemon(*lineageBin, *runs, *fr)
+		bench()
 		return
 	}
 	reapCols := reapColumns(*lineageBin, *baseline, strings.Split(*backends, ","))

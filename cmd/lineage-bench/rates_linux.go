@@ -11,6 +11,7 @@ import (
 
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/loader/bpf"
 )
 
 // The conditions a spawner runs under: no tracker, and, for each variant
@@ -110,12 +111,12 @@ func runSpawner(spawner, mode string, n int, c condition) (float64, error) {
 		settle()
 		output, err = cmd.Output()
 	default:
-		b, oerr := loader.OpenBPF(&loader.BPFOptions{Variant: c.variant})
+		b, oerr := bpf.Open(&bpf.Options{Variant: c.variant})
 		if oerr != nil {
 			return 0, oerr
 		}
 		defer b.Close()
-		stats, serr := loader.EnableRuntimeStats()
+		stats, serr := bpf.EnableRuntimeStats()
 		if serr != nil {
 			return 0, serr
 		}

@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/client"
+	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/server"
 )
 

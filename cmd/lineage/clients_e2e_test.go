@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/api"
-	"github.com/lineage-dev/lineage/internal/client"
+	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
@@ -122,7 +122,7 @@ func goCommand(ctx context.Context, d *daemon, session, kind, script string) *cl
 // waitZombie waits for pid, a child not yet waited for, to have exited.
 func waitZombie(t *testing.T, pid int) {
 	t.Helper()
-	testutil.WaitFor(t, fmt.Sprintf("process %d to exit", pid), func() bool {
+	testutil.Eventually(t, 30*time.Second, fmt.Sprintf("process %d to exit", pid), func() bool {
 		_, state, err := testutil.StartTicks(pid)
 		return err == nil && state == "Z"
 	})
@@ -184,7 +184,7 @@ func TestGoCommandNeverWaitsOnLeftovers(t *testing.T) {
 				reported := 0
 				for _, r := range ended.Roots {
 					for _, o := range r.Outcomes {
-						if o.Result == api.Reported && strings.Contains(strings.Join(o.Argv, " "), mark) {
+						if o.Result == lineage.Reported && strings.Contains(strings.Join(o.Argv, " "), mark) {
 							reported++
 						}
 					}

@@ -4,7 +4,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/lineage-dev/lineage/internal/api"
+	"github.com/lineage-dev/lineage/api"
 )
 
 // printEnded prints what a turn end, a close or a report did, child

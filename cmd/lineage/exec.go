@@ -9,13 +9,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lineage-dev/lineage/internal/api"
-	"github.com/lineage-dev/lineage/internal/client"
-	"github.com/lineage-dev/lineage/internal/exitstatus"
+	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/client"
+	"github.com/lineage-dev/lineage/internal/lineage"
+
 	// In a cgo build, a constructor runs the plain `lineage exec` before
 	// the Go runtime starts: see the package's doc.
 	_ "github.com/lineage-dev/lineage/internal/fastexec"
-	"github.com/lineage-dev/lineage/internal/procstat"
+	"github.com/lineage-dev/lineage/internal/proc"
 )
 
 // execOptions are the flags of `lineage exec`.
@@ -59,11 +60,11 @@ func runExec(o *execOptions, args []string) error {
 	if err != nil {
 		fmt.Fprintf(o.s.err, "lineage: exec: %v\n", err)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			return exitError{exitstatus.NotFound}
+			return exitError{lineage.ExitNotFound}
 		}
-		return exitError{exitstatus.CannotRun}
+		return exitError{lineage.ExitCannotRun}
 	}
-	self, err := procstat.Self()
+	self, err := proc.Self()
 	if err != nil {
 		return err
 	}
@@ -81,5 +82,5 @@ func runExec(o *execOptions, args []string) error {
 	}
 	err = syscall.Exec(path, args, os.Environ())
 	fmt.Fprintf(o.s.err, "lineage: exec %s: %v\n", args[0], err)
-	return exitError{exitstatus.CannotRun}
+	return exitError{lineage.ExitCannotRun}
 }

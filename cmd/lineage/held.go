@@ -6,9 +6,8 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/spf13/cobra"
-
-	"github.com/lineage-dev/lineage/internal/exitstatus"
 )
 
 // heldCommand is the hidden subcommand `lineage run` starts as its job's
@@ -37,13 +36,13 @@ func runHeld(s streams, args []string) error {
 	pipe := os.NewFile(heldFD, "held")
 	var b [1]byte
 	if n, _ := pipe.Read(b[:]); n != 1 {
-		return exitError{exitstatus.Failure}
+		return exitError{lineage.ExitFailure}
 	}
 	pipe.Close()
 	err := syscall.Exec(args[0], args[1:], os.Environ())
 	fmt.Fprintf(s.err, "lineage: run %s: %v\n", args[1], err)
 	if errors.Is(err, syscall.ENOENT) {
-		return exitError{exitstatus.NotFound}
+		return exitError{lineage.ExitNotFound}
 	}
-	return exitError{exitstatus.CannotRun}
+	return exitError{lineage.ExitCannotRun}
 }

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/loader/bpf"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -46,7 +46,7 @@ func hostProgs(t *testing.T, bpftool string) map[uint32]hostProg {
 // lineage's programs.
 func pinnedProgs(t *testing.T, bpftool, pinRoot string) []uint32 {
 	t.Helper()
-	links, err := filepath.Glob(filepath.Join(pinRoot, fmt.Sprintf("v%d", loader.LayoutVersion), "link_*"))
+	links, err := filepath.Glob(filepath.Join(pinRoot, fmt.Sprintf("v%d", bpf.LayoutVersion), "link_*"))
 	if err != nil || len(links) == 0 {
 		t.Fatalf("no pinned links under %s (%v)", pinRoot, err)
 	}

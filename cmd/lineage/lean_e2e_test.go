@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/client"
-	"github.com/lineage-dev/lineage/internal/exitstatus"
+	"github.com/lineage-dev/lineage/client"
+	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
@@ -176,8 +176,8 @@ func testLeanFrontWithoutTracker(t *testing.T, built string) {
 	tracker := filepath.Join(filepath.Dir(front), trackerBinary)
 	for _, args := range [][]string{{"serve"}, {"run", "--", "true"}, {"doctor"}, {"serve", "--help"}} {
 		res := runBin(t, front, nil, args...)
-		if res.code != exitstatus.Failure || !strings.Contains(res.stderr, tracker) {
-			t.Errorf("lineage %v without the tracker: exit %d, stderr %q; want %d naming %s", args, res.code, res.stderr, exitstatus.Failure, tracker)
+		if res.code != lineage.ExitFailure || !strings.Contains(res.stderr, tracker) {
+			t.Errorf("lineage %v without the tracker: exit %d, stderr %q; want %d naming %s", args, res.code, res.stderr, lineage.ExitFailure, tracker)
 		}
 	}
 	res := runBin(t, front, nil, "version")

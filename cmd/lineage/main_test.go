@@ -33,6 +33,8 @@ func TestMain(m *testing.M) {
 		os.Exit(code)
 	case "lineage":
 		os.Exit(execute(os.Args[1:]))
+	case "agent-host":
+		os.Exit(agentHost())
 	case "leader-exit":
 		// The leader thread exits; another thread runs on, for a finite
 		// time, as every test process does.

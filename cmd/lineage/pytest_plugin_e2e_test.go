@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/client"
+	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
@@ -187,7 +187,7 @@ func killAll(t *testing.T, mark string) {
 	t.Helper()
 	for _, p := range testutil.Sleepers(mark) {
 		testutil.KillIdentity(p.PID, p.StartTicks)
-		testutil.WaitGone(p.PID, p.StartTicks, testutil.WaitForTimeout)
+		testutil.WaitGone(p.PID, p.StartTicks, 30*time.Second)
 	}
 }
 
@@ -262,7 +262,7 @@ func TestPytestPlugin(t *testing.T) {
 			if name == "test_allowed_leak" && !alive {
 				t.Errorf("the allowed leftover %s of %s was reaped", id, name)
 			}
-			if name != "test_allowed_leak" && !testutil.WaitGone(int(id.PID), id.StartTicks, testutil.WaitForTimeout) {
+			if name != "test_allowed_leak" && !testutil.WaitGone(int(id.PID), id.StartTicks, 30*time.Second) {
 				t.Errorf("the leftover %s of %s outlived --lineage-reap", id, name)
 			}
 		}

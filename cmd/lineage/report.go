@@ -109,7 +109,7 @@ func reportRun(opts *reportOptions) error {
 		return err
 	}
 	if n := len(rep.Problems) + rep.Dropped; n > 0 && opts.Format != "tree" {
-		fmt.Fprintf(opts.err, "lineage: %s: %d problems, the first: %s (the report lists them)\n", opts.File, n, report.Clean(rep.Problems[0].String()))
+		fmt.Fprintf(opts.err, "lineage: %s: %d problems, the first: %s (the report lists them)\n", opts.File, n, lineage.Printable(rep.Problems[0].String()))
 	}
 	return nil
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/internal/buildinfo"
-	"github.com/lineage-dev/lineage/internal/exitstatus"
+	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
 // exitError carries a process exit status out of a command. Its message, if
@@ -82,4 +82,4 @@ func execute(args []string) int {
 
 // exitFailure is lineage's exit status when it fails itself (bad flags or
 // arguments, a backend that can't run); `lineage run` documents the rest.
-const exitFailure = exitstatus.Failure
+const exitFailure = lineage.ExitFailure

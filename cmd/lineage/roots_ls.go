@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lineage-dev/lineage/internal/api"
-	"github.com/lineage-dev/lineage/internal/client"
+	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/client"
 )
 
 func newCmdRootsLs(s streams) *cobra.Command {

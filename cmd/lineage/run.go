@@ -10,10 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lineage-dev/lineage/internal/backend"
-	"github.com/lineage-dev/lineage/internal/jobreport"
-	"github.com/lineage-dev/lineage/internal/jobrun"
+	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/internal/reap"
 )
 
 // runOptions are the flags and arguments of `lineage run`.
@@ -123,18 +123,18 @@ func newCmdRun(s streams, runF func(*runOptions) error) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.SetInterspersed(false)
-	f.StringVar(&opts.Backend, "backend", backend.Auto, "where fork/exit knowledge comes from: auto, bpf or proc")
+	f.StringVar(&opts.Backend, "backend", loader.BackendAuto, "where fork/exit knowledge comes from: auto, bpf or proc")
 	f.DurationVar(&opts.Deadline, "deadline", 0, "kill the command and its lineage after this long (0: no deadline)")
 	f.DurationVar(&opts.Linger, "linger", 0, "after the command exits, wait this long for its leftovers to exit by themselves")
-	f.DurationVar(&opts.Grace, "grace", jobreport.DefaultGrace, "time between SIGTERM and SIGKILL")
+	f.DurationVar(&opts.Grace, "grace", reap.DefaultGrace, "time between SIGTERM and SIGKILL")
 	f.StringVar(&opts.ReportFile, "report", "", "also write the report as JSON to `FILE`")
 	f.StringArrayVar(&opts.Keep, "keep", nil, "spare processes on purpose: `RULE` is exe:/abs/path (as named or resolved), PID@START or root:PID@START (repeatable)")
 	f.StringVar(&opts.Reaping, "reaping", "", "on or off (also 1/0, true/false, yes/no, enabled/disabled, any case); off reports leftovers and kills nothing (LINEAGE_REAPING in the environment wins)")
 	f.BoolVar(&opts.KeepOnAbort, "keep-on-abort", false, "if lineage itself is killed (SIGKILL), leave the lineage running for inspection instead of killing it in the kernel")
 	f.StringVar(&opts.HardCancel, "hard-cancel", hardCancelAuto, "who reaps the lineage if lineage is killed: auto (the kernel where it can, else a guardian) or guardian")
 	_ = f.MarkHidden("hard-cancel")
-	f.Uint32Var(&opts.MaxMembers, "max-members", backend.DefaultMaxMembers, "bpf backend: how many processes can be tracked at once (capped at pid_max)")
-	f.StringVar(&opts.OnFull, "on-full", string(backend.OnFullKill), "bpf backend: a process the full membership map can't track is killed (kill) or let go (escape); either way, counted and reported")
+	f.Uint32Var(&opts.MaxMembers, "max-members", loader.DefaultMaxMembers, "bpf backend: how many processes can be tracked at once (capped at pid_max)")
+	f.StringVar(&opts.OnFull, "on-full", string(loader.OnFullKill), "bpf backend: a process the full membership map can't track is killed (kill) or let go (escape); either way, counted and reported")
 	f.StringVar(&opts.Interval, "interval", "", "proc backend: time between two /proc scans (default: adapts to the machine)")
 	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "say which backend is used and why, and report every member")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing when nothing was left behind")
@@ -147,7 +147,7 @@ func newCmdRun(s streams, runF func(*runOptions) error) *cobra.Command {
 // parse checks every flag before anything is started or changed.
 func (o *runOptions) parse(cmd *cobra.Command, getenv func(string) string) error {
 	var err error
-	if o.backend, err = backend.Parse(o.Backend); err != nil {
+	if o.backend, err = loader.ParseBackend(o.Backend); err != nil {
 		return fmt.Errorf("--backend: %w", err)
 	}
 	if o.Deadline < 0 {
@@ -162,17 +162,17 @@ func (o *runOptions) parse(cmd *cobra.Command, getenv func(string) string) error
 	if o.Grace <= 0 {
 		return fmt.Errorf("--grace %v: must be positive", o.Grace)
 	}
-	if err := backend.ValidateMaxMembers(o.MaxMembers); err != nil {
+	if err := loader.ValidateMaxMembers(o.MaxMembers); err != nil {
 		return fmt.Errorf("--max-members: %w", err)
 	}
-	if _, err := backend.ParseOnFull(o.OnFull); err != nil {
+	if _, err := loader.ParseOnFull(o.OnFull); err != nil {
 		return fmt.Errorf("--on-full: %w", err)
 	}
 	if err := o.safety.parse(&o.MaxMembers, "/proc"); err != nil {
 		return err
 	}
 	if cmd.Flags().Changed("interval") {
-		if o.interval, err = backend.ParseInterval(o.Interval); err != nil {
+		if o.interval, err = loader.ParseInterval(o.Interval); err != nil {
 			return fmt.Errorf("--interval: %w", err)
 		}
 	}
@@ -203,17 +203,17 @@ func runRun(ctx context.Context, o *runOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	var reportFile *jobreport.ReportFile
+	var reportFile *job.ReportFile
 	if o.ReportFile != "" {
 		// Pinned before the job starts: the job can't redirect it.
 		var err error
-		if reportFile, err = jobreport.OpenReportFile(o.ReportFile, os.Getenv); err != nil {
+		if reportFile, err = job.OpenReportFile(o.ReportFile, os.Getenv); err != nil {
 			return err
 		}
 		defer reportFile.Close()
 	}
 	rep, end, err := o.runJob(ctx)
-	var start *jobrun.StartError
+	var start *job.StartError
 	if errors.As(err, &start) {
 		fmt.Fprintf(o.s.err, "lineage: %v\n", err)
 		return exitError{start.Code}
@@ -229,9 +229,9 @@ func runRun(ctx context.Context, o *runOptions) error {
 
 // jobConfig is the job as the flags describe it, whoever's tracker
 // tracks it.
-func (o *runOptions) jobConfig() jobrun.Config {
-	return jobrun.Config{
-		Spec: jobrun.Spec{
+func (o *runOptions) jobConfig() job.Config {
+	return job.Config{
+		Spec: job.Spec{
 			Command:           o.Command,
 			Stdin:             os.Stdin,
 			Stdout:            os.Stdout,
@@ -245,7 +245,7 @@ func (o *runOptions) jobConfig() jobrun.Config {
 		Linger:      o.Linger,
 		Grace:       o.Grace,
 		Reaping:     o.reaping,
-		Notes:       jobrun.Notes{Log: o.s.err, Verbose: o.Verbose},
+		Notes:       job.Notes{Log: o.s.err, Verbose: o.Verbose},
 	}
 }
 
@@ -266,12 +266,12 @@ const (
 
 // writeReport writes the JSON report if asked, then prints the report for
 // people.
-func (o *runOptions) writeReport(rep *jobreport.Report, file *jobreport.ReportFile) error {
+func (o *runOptions) writeReport(rep *job.Report, file *job.ReportFile) error {
 	if file != nil {
 		if err := file.Write(rep); err != nil {
 			return fmt.Errorf("write report: %w", err)
 		}
 	}
-	rep.WriteText(o.s.err, jobreport.TextOptions{Verbose: o.Verbose, Quiet: o.Quiet})
+	rep.WriteText(o.s.err, job.TextOptions{Verbose: o.Verbose, Quiet: o.Quiet})
 	return nil
 }

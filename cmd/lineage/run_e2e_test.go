@@ -8,15 +8,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/client"
+	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
-	"github.com/lineage-dev/lineage/internal/reap"
+	"github.com/lineage-dev/lineage/internal/loader/bpf"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -71,7 +74,7 @@ func requireBackend(t *testing.T, backend string) {
 	if backend != loader.BackendBPF {
 		return
 	}
-	b, err := loader.OpenBPF(nil)
+	b, err := bpf.Open(nil)
 	if err == nil {
 		b.Close()
 		return
@@ -114,7 +117,9 @@ type runResult struct {
 	code   int
 	stderr string
 	report *job.Report
-	// maxRSS is lineage's peak resident set, in KiB.
+	// maxRSS is lineage's peak resident set, in KiB, as its own mm
+	// counted it (VmHWM): not the rusage of a child os/exec started with
+	// vfork, which begins at its parent's peak.
 	maxRSS int64
 }
 
@@ -157,6 +162,7 @@ func runJob(t *testing.T, mark string, env []string, args ...string) runResult {
 
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	peak := watchPeakRSS(cmd.Process.Pid)
 	var err error
 	select {
 	case err = <-done:
@@ -165,10 +171,7 @@ func runJob(t *testing.T, mark string, env []string, args ...string) runResult {
 		<-done
 		t.Fatalf("lineage run did not finish within %v; stderr:\n%s", runLimit(), stderr.String())
 	}
-	res := runResult{stderr: stderr.String()}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		res.maxRSS = ru.Maxrss
-	}
+	res := runResult{stderr: stderr.String(), maxRSS: peak()}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
@@ -204,6 +207,41 @@ func runJob(t *testing.T, mark string, env []string, args ...string) runResult {
 	return res
 }
 
+// watchPeakRSS reads pid's VmHWM every few milliseconds, until the
+// returned function is called (once pid has exited), which returns the
+// last reading, in KiB. VmHWM only grows while the process lives, so the
+// last reading is its peak up to a few milliseconds before its exit.
+func watchPeakRSS(pid int) func() int64 {
+	var last atomic.Int64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		path := fmt.Sprintf("/proc/%d/status", pid)
+		for {
+			if b, err := os.ReadFile(path); err == nil {
+				for line := range strings.Lines(string(b)) {
+					if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+						if kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64); err == nil && kb > 0 {
+							last.Store(kb)
+						}
+					}
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	return func() int64 {
+		close(stop)
+		<-done
+		return last.Load()
+	}
+}
+
 // escape is a job that leaves something behind.
 type escape struct {
 	name string
@@ -227,7 +265,7 @@ var escapes = []escape{
 	{name: "env -i daemon", script: "env -i /bin/sh -c 'sleep %[1]s &' &" + settle, leftBehind: 1},
 	{name: "ignores SIGTERM", script: `sh -c 'trap "" TERM; exec sleep %[1]s' &` + settle, leftBehind: 1,
 		want: func(t *testing.T, res runResult) {
-			if n := countOutcomes(res, reap.Killed, "KILL"); n != 1 {
+			if n := countOutcomes(res, lineage.Killed, "KILL"); n != 1 {
 				t.Errorf("%d members killed with SIGKILL, want the TERM-ignorer", n)
 			}
 		}},
@@ -244,7 +282,7 @@ func nestedShells(n int) string {
 	return fmt.Sprintf(`n=%d; s=%%[1]s; f='if [ "$1" -gt 0 ]; then sh -c "$0" "$0" $(($1 - 1)) "$2"; else sleep "$2"; fi'; sh -c "$f" "$f" $n "$s"`, n-1)
 }
 
-func countOutcomes(res runResult, result reap.Result, signal string) int {
+func countOutcomes(res runResult, result lineage.Result, signal string) int {
 	if res.report == nil || res.report.Reap == nil {
 		return 0
 	}
@@ -304,7 +342,7 @@ func markedOutcomes(res runResult, mark string) int {
 	}
 	n := 0
 	for _, o := range res.report.Reap.Outcomes {
-		if strings.Contains(strings.Join(o.Argv, " "), mark) && (o.Result == reap.Exited || o.Result == reap.Vanished || o.Result == reap.Terminated || o.Result == reap.Killed) {
+		if strings.Contains(strings.Join(o.Argv, " "), mark) && (o.Result == lineage.Exited || o.Result == lineage.Vanished || o.Result == lineage.Terminated || o.Result == lineage.Killed) {
 			n++
 		}
 	}

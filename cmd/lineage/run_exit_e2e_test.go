@@ -13,9 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
-	"github.com/lineage-dev/lineage/internal/reap"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -65,8 +64,8 @@ func TestRunDeadlineKillsTheJobAndItsLineage(t *testing.T) {
 				// The root never ends by itself: its children may be killed
 				// at birth while it is reaped.
 				"sh", "-c", fmt.Sprintf("setsid sleep %[1]s & trap '' TERM; while :; do sleep %[1]s; done", s))
-			if res.code != job.ExitDeadline {
-				t.Fatalf("exit status %d, want %d; stderr:\n%s", res.code, job.ExitDeadline, res.stderr)
+			if res.code != lineage.ExitDeadline {
+				t.Fatalf("exit status %d, want %d; stderr:\n%s", res.code, lineage.ExitDeadline, res.stderr)
 			}
 			if !res.report.Deadline {
 				t.Error("report does not say the deadline passed")
@@ -75,7 +74,7 @@ func TestRunDeadlineKillsTheJobAndItsLineage(t *testing.T) {
 			for _, o := range res.report.Reap.Outcomes {
 				if o.Member.Identity == res.report.Root {
 					root = true
-					if o.Result != reap.Killed {
+					if o.Result != lineage.Killed {
 						t.Errorf("the TERM-ignoring job ended as %s, want killed", o.Result)
 					}
 				}

@@ -8,28 +8,27 @@ import (
 	"os"
 
 	"github.com/lineage-dev/lineage/internal/job"
-	"github.com/lineage-dev/lineage/internal/jobreport"
-	"github.com/lineage-dev/lineage/internal/jobrun"
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/tracker"
 	"github.com/lineage-dev/lineage/internal/userfile"
 )
 
 // runStandalone runs the job with a tracker of lineage's own, in this
 // process.
-func (o *runOptions) runStandalone(ctx context.Context) (*jobreport.Report, jobrun.End, error) {
+func (o *runOptions) runStandalone(ctx context.Context) (*job.Report, job.End, error) {
 	rec, err := o.record.open()
 	if err != nil {
-		return nil, jobrun.End{}, err
+		return nil, job.End{}, err
 	}
-	return job.Run(ctx, o.config(rec))
+	return tracker.Run(ctx, o.config(rec))
 }
 
 // config is the job as the flags describe it, with a tracker of its own
 // and rec, the record to write.
-func (o *runOptions) config(rec job.RecordSpec) job.Config {
-	cfg := job.Config{
+func (o *runOptions) config(rec tracker.RecordSpec) tracker.Config {
+	cfg := tracker.Config{
 		Config: o.jobConfig(),
-		Tracker: job.TrackerOptions{
+		Tracker: tracker.TrackerOptions{
 			Backend:    o.backend,
 			MaxMembers: o.MaxMembers,
 			OnFull:     loader.OnFull(o.OnFull),
@@ -46,13 +45,13 @@ func (o *runOptions) config(rec job.RecordSpec) job.Config {
 // guardian asks for lineage's own hidden guardian command, when lineage
 // can find its executable (else a hard cancel is answered by the kernel
 // alone, where it can).
-func (o *runOptions) guardian() jobrun.GuardianSpec {
+func (o *runOptions) guardian() job.GuardianSpec {
 	path, err := os.Executable()
 	if err != nil {
 		fmt.Fprintf(o.s.err, "lineage: no guardian: %v\n", err)
-		return jobrun.GuardianSpec{}
+		return job.GuardianSpec{}
 	}
-	g := jobrun.GuardianSpec{
+	g := job.GuardianSpec{
 		Path: path, Args: []string{guardianCommand},
 		Always:  o.HardCancel == hardCancelGuardian,
 		Reaping: o.reaping, Grace: o.Grace,
@@ -65,17 +64,17 @@ func (o *runOptions) guardian() jobrun.GuardianSpec {
 
 // open creates the record file for the invoking user before the job
 // starts; the job closes it. No --record: the zero spec.
-func (r *recordFlags) open() (job.RecordSpec, error) {
+func (r *recordFlags) open() (tracker.RecordSpec, error) {
 	if r.File == "" {
-		return job.RecordSpec{}, nil
+		return tracker.RecordSpec{}, nil
 	}
 	owner, err := userfile.Invoker(os.Getenv)
 	if err != nil {
-		return job.RecordSpec{}, fmt.Errorf("--record: %w", err)
+		return tracker.RecordSpec{}, fmt.Errorf("--record: %w", err)
 	}
 	f, err := userfile.Create(r.File, owner)
 	if err != nil {
-		return job.RecordSpec{}, fmt.Errorf("--record: %w", err)
+		return tracker.RecordSpec{}, fmt.Errorf("--record: %w", err)
 	}
-	return job.RecordSpec{File: f, Redact: r.redact}, nil
+	return tracker.RecordSpec{File: f, Redact: r.redact}, nil
 }

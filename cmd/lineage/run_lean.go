@@ -6,14 +6,13 @@ import (
 	"context"
 	"os"
 
-	"github.com/lineage-dev/lineage/internal/jobreport"
-	"github.com/lineage-dev/lineage/internal/jobrun"
+	"github.com/lineage-dev/lineage/internal/job"
 )
 
 // runStandalone hands the job to lineage-tracker, beside the front, with
 // the same arguments (execve: the pid stays the same), for it to run with
 // a tracker of its own; it returns only when that fails. Nothing of the
 // job has run yet.
-func (o *runOptions) runStandalone(context.Context) (*jobreport.Report, jobrun.End, error) {
-	return nil, jobrun.End{}, execTracker(o.s, os.Args[1:])
+func (o *runOptions) runStandalone(context.Context) (*job.Report, job.End, error) {
+	return nil, job.End{}, execTracker(o.s, os.Args[1:])
 }

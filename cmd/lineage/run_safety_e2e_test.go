@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
@@ -51,7 +51,7 @@ func testRunReapTimeoutAndStrict(t *testing.T, v variant) {
 			}
 			want := 0
 			if strict {
-				want = job.ExitIncomplete
+				want = lineage.ExitIncomplete
 			}
 			if res.code != want {
 				t.Errorf("exit %d, want %d; stderr:\n%s", res.code, want, res.stderr)

@@ -10,10 +10,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/lineage-dev/lineage/internal/jobreport"
-	"github.com/lineage-dev/lineage/internal/jobrun"
+	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/procstat"
+	"github.com/lineage-dev/lineage/internal/proc"
 )
 
 // defaultReapTimeout bounds a reap unless --reap-timeout says otherwise.
@@ -31,7 +30,7 @@ type safetyFlags struct {
 }
 
 func (s *safetyFlags) add(f *pflag.FlagSet) {
-	f.BoolVar(&s.Strict, "strict", false, fmt.Sprintf("exit %d instead of 0 when tracking or reaping was incomplete (processes not tracked, events lost, survivors, refusals)", jobreport.ExitIncomplete))
+	f.BoolVar(&s.Strict, "strict", false, fmt.Sprintf("exit %d instead of 0 when tracking or reaping was incomplete (processes not tracked, events lost, survivors, refusals)", lineage.ExitIncomplete))
 	f.DurationVar(&s.ReapTimeout, "reap-timeout", defaultReapTimeout, "give up a reap after this long: what is still alive is reported as surviving, and lineage exits")
 	f.StringVar(&s.User, "user", "", "run the command as `USER[:GROUP]` (name or number), with USER's supplementary groups; lineage keeps its own privileges")
 }
@@ -43,7 +42,7 @@ func (s *safetyFlags) parse(maxMembers *uint32, procRoot string) error {
 	if s.ReapTimeout <= 0 {
 		return fmt.Errorf("--reap-timeout %v: %w: must be positive", s.ReapTimeout, lineage.ErrInvalid)
 	}
-	if pidMax, err := procstat.PIDMax(procRoot); err == nil && *maxMembers > pidMax && pidMax >= 2 {
+	if pidMax, err := proc.PIDMax(procRoot); err == nil && *maxMembers > pidMax && pidMax >= 2 {
 		*maxMembers = pidMax
 	}
 	// --user runs standalone: the lean front hands it to lineage-tracker,
@@ -120,7 +119,7 @@ func lookupGroup(name string) (uint32, error) {
 }
 
 // exitCode is the status `lineage run` exits with for a job that ended so.
-func (s *safetyFlags) exitCode(rep *jobreport.Report, end jobrun.End) int {
+func (s *safetyFlags) exitCode(rep *job.Report, end job.End) int {
 	code := end.ExitCode()
 	if s.Strict {
 		return rep.StrictExitCode(code)

@@ -10,13 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lineage-dev/lineage/internal/backend"
-	"github.com/lineage-dev/lineage/internal/client"
-	"github.com/lineage-dev/lineage/internal/jobreport"
-	"github.com/lineage-dev/lineage/internal/jobrun"
+	"github.com/lineage-dev/lineage/client"
+	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/procstat"
-	"github.com/lineage-dev/lineage/internal/remote"
+	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/proc"
 )
 
 // daemonWideFlags are run's flags that only a tracker of lineage's own
@@ -32,7 +30,7 @@ func (o *runOptions) daemonWideFlag(cmd *cobra.Command) string {
 			return "--" + name
 		}
 	}
-	if o.backend == backend.Proc {
+	if o.backend == loader.BackendProc {
 		return "--backend proc"
 	}
 	return ""
@@ -43,11 +41,11 @@ func (o *runOptions) daemonWideFlag(cmd *cobra.Command) string {
 // job (nothing of it ran then), with a tracker of lineage's own
 // (runStandalone: in this process, or, from the lean front, in
 // lineage-tracker).
-func (o *runOptions) runJob(ctx context.Context) (*jobreport.Report, jobrun.End, error) {
+func (o *runOptions) runJob(ctx context.Context) (*job.Report, job.End, error) {
 	if runner := o.daemon(ctx); runner != nil {
-		rep, end, err := jobrun.RunRemote(ctx, o.jobConfig(), o.holder(), runner)
+		rep, end, err := job.RunRemote(ctx, o.jobConfig(), o.holder(), runner)
 		closeRunner(o, runner)
-		if !errors.Is(err, jobrun.ErrNotRegistered) {
+		if !errors.Is(err, job.ErrNotRegistered) {
 			return rep, end, err
 		}
 		o.detail("lineage: standalone: %v\n", err)
@@ -61,7 +59,7 @@ const openTimeout = 5 * time.Second
 // daemon returns a runner on the daemon for this job, or nil to run with a
 // tracker of lineage's own; -v says which, and why. A root lineage trusts
 // only a daemon that runs as root, whatever the socket's path.
-func (o *runOptions) daemon(ctx context.Context) *remote.Runner {
+func (o *runOptions) daemon(ctx context.Context) *job.Runner {
 	switch {
 	case o.Standalone:
 		o.detail("lineage: standalone: --standalone\n")
@@ -79,10 +77,10 @@ func (o *runOptions) daemon(ctx context.Context) *remote.Runner {
 	}
 	// Owned: the daemon reaps the job if lineage dies; it watches this
 	// process from outside the job's process group.
-	opts := remote.RunnerOptions{Self: self, Owned: o.dieWithUs(), Keep: o.keep, Backend: o.backend}
+	opts := job.RunnerOptions{Self: self, Owned: o.dieWithUs(), Keep: o.keep, Backend: o.backend}
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
-	r, err := remote.OpenRunner(ctx, c, opts)
+	r, err := job.OpenRunner(ctx, c, opts)
 	if err != nil {
 		c.Close()
 		o.detail("lineage: standalone: no daemon to use at %s: %v\n", sock, err)
@@ -92,15 +90,15 @@ func (o *runOptions) daemon(ctx context.Context) *remote.Runner {
 	return r
 }
 
-func ownIdentity() (lineage.Identity, error) { return procstat.Self() }
+func ownIdentity() (lineage.Identity, error) { return proc.Self() }
 
 // holder is lineage's own hidden held command: the lean front's, when
 // this is lineage-tracker and the front is beside it (it starts faster and
 // smaller, and the held root runs it before it becomes the command).
-func (o *runOptions) holder() jobrun.Holder {
+func (o *runOptions) holder() job.Holder {
 	path, err := os.Executable()
 	if err != nil {
-		return jobrun.Holder{Path: "/proc/self/exe", Args: []string{heldCommand}}
+		return job.Holder{Path: "/proc/self/exe", Args: []string{heldCommand}}
 	}
 	if filepath.Base(path) == trackerBinary {
 		front := filepath.Join(filepath.Dir(path), "lineage")
@@ -108,11 +106,11 @@ func (o *runOptions) holder() jobrun.Holder {
 			path = front
 		}
 	}
-	return jobrun.Holder{Path: path, Args: []string{heldCommand}}
+	return job.Holder{Path: path, Args: []string{heldCommand}}
 }
 
 // closeRunner closes the job's session on the daemon.
-func closeRunner(o *runOptions, r *remote.Runner) {
+func closeRunner(o *runOptions, r *job.Runner) {
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
 	if err := r.Close(ctx); err != nil {

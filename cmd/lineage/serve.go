@@ -15,13 +15,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lineage-dev/lineage/internal/client"
-	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/loader/bpf"
 	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/reap"
 	"github.com/lineage-dev/lineage/internal/server"
+	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
 // serveOptions are the flags of `lineage serve`.
@@ -104,7 +105,7 @@ LINEAGE_REAPING=off in the daemon's environment wins over --reaping.`,
 	f.StringVar(&o.MetricsListen, "metrics-listen", "", "also serve /metrics over TCP on this address (host:port); it needs no authorisation")
 	f.Uint32Var(&o.MaxMembers, "max-members", loader.DefaultMaxMembers, "bpf backend: how many processes can be tracked at once, across all sessions (a pinned tracker keeps its size)")
 	f.Uint32Var(&o.RingBytes, "ring-bytes", loader.DefaultRingBytes, "bpf backend: size of the event ring buffer, a power of two of at least a page; events that don't fit are counted as lost (a pinned tracker keeps its size)")
-	f.StringVar(&o.PinDir, "pin-dir", loader.DefaultPinRoot, "where the bpf tracker is pinned, on bpffs; "+pinNone+" to not pin")
+	f.StringVar(&o.PinDir, "pin-dir", bpf.DefaultPinRoot, "where the bpf tracker is pinned, on bpffs; "+pinNone+" to not pin")
 	f.BoolVar(&o.Uninstall, "uninstall", false, "unpin the tracker under --pin-dir, and exit")
 	f.StringVar(&o.RecordDir, "record-dir", "", "write one record per session here (JSON Lines, docs/record.md; files 0600, the daemon's user's)")
 	f.IntVar(&o.RecordKeep, "record-keep", server.DefaultRecordKeep, "with --record-dir: keep at most this many files, removing the oldest closed sessions' first")
@@ -142,7 +143,7 @@ func (o *serveOptions) options() (server.Options, server.ListenOptions, error) {
 	}
 	opts := server.Options{
 		Record: rec,
-		Tracker: job.TrackerOptions{
+		Tracker: tracker.TrackerOptions{
 			Backend: backend, MaxMembers: o.MaxMembers, RingBytes: o.RingBytes, PinRoot: pin, Log: o.s.err, Verbose: o.Verbose,
 		},
 		StateDir: o.StateDir,
@@ -241,7 +242,7 @@ func runUninstall(o *serveOptions) error {
 	if pin == "" {
 		return fmt.Errorf("--uninstall: %w: --pin-dir %s names nothing to unpin", lineage.ErrInvalid, pinNone)
 	}
-	if err := loader.Unpin(pin); err != nil {
+	if err := bpf.Unpin(pin); err != nil {
 		return err
 	}
 	fmt.Fprintf(o.s.err, "lineage: unpinned the tracker under %s: nothing tracks the open sessions' processes now\n", pin)

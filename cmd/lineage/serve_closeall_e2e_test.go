@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/lineage-dev/lineage/internal/reap"
+	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
@@ -40,7 +40,7 @@ func TestServeCloseOfManyRootsJudgesEachByItsRoot(t *testing.T) {
 	var end server.Ended
 	d.do("POST", "/v1/sessions/many/close", nil, &end)
 	byGroup := outcomesByGroup(t, end, groups)
-	ended := func(r string) bool { return r == string(reap.Terminated) || r == string(reap.Killed) }
+	ended := func(r lineage.Result) bool { return r == lineage.Terminated || r == lineage.Killed }
 	for _, o := range byGroup["1"] {
 		if !ended(o.Result) {
 			t.Errorf("root 1: %d %s, want terminated or killed", o.Process.PID, o.Result)
@@ -49,13 +49,13 @@ func TestServeCloseOfManyRootsJudgesEachByItsRoot(t *testing.T) {
 	for _, o := range byGroup["2"] {
 		want := ended(o.Result)
 		if o.Process.PID == uint32(kept.PID) {
-			want = o.Result == string(reap.Kept)
+			want = o.Result == lineage.Kept
 		}
 		if !want {
 			t.Errorf("root 2: %d %s (kept: %d)", o.Process.PID, o.Result, kept.PID)
 		}
 	}
-	if c := byGroup["3"]; len(c) != 1 || c[0].Result != server.Reported {
+	if c := byGroup["3"]; len(c) != 1 || c[0].Result != lineage.Reported {
 		t.Errorf("root 3, kept whole: %+v, want its sleeper reported", c)
 	}
 	allGone(t, append(groups["1"], groups["2"][1]))

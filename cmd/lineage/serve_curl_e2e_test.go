@@ -8,9 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lineage-dev/lineage/internal/client"
+	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/reap"
 	"github.com/lineage-dev/lineage/internal/record"
 	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
@@ -87,7 +86,7 @@ func TestServeSessionsThroughCLIAndCurl(t *testing.T) {
 	d.runJSON(&rep, "session", "report", "cc")
 	d.runJSON(&turn, "turn", "end", "cc")
 	for name, e := range map[string]server.Ended{"session report": rep, "turn end": turn} {
-		if n := results(e); n[server.Reported] != 1 || len(n) != 1 {
+		if n := results(e); n[lineage.Reported] != 1 || len(n) != 1 {
 			t.Errorf("%s: outcomes %v, want the dev server reported", name, n)
 		}
 	}
@@ -96,7 +95,7 @@ func TestServeSessionsThroughCLIAndCurl(t *testing.T) {
 		t.Fatalf("curl close: status %d", st)
 	}
 	allGone(t, dev)
-	if n := results(closed); n[string(reap.Terminated)]+n[string(reap.Killed)] != 1 {
+	if n := results(closed); n[lineage.Terminated]+n[lineage.Killed] != 1 {
 		t.Errorf("curl close: outcomes %v, want the dev server ended", n)
 	}
 	devID := lineage.Identity{PID: uint32(dev[0].PID), StartTicks: dev[0].StartTicks}
@@ -125,7 +124,7 @@ func TestServeSessionsThroughCLIAndCurl(t *testing.T) {
 		t.Fatalf("curl turn end: %d %+v", st, end)
 	}
 	allGone(t, left)
-	if n := results(end); n[string(reap.Terminated)]+n[string(reap.Killed)] != 2 {
+	if n := results(end); n[lineage.Terminated]+n[lineage.Killed] != 2 {
 		t.Errorf("curl turn end: outcomes %v, want both leftovers ended", n)
 	}
 }

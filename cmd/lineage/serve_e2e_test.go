@@ -12,15 +12,14 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/reap"
 	"github.com/lineage-dev/lineage/internal/record"
 	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
 // results counts an answer's outcomes by result.
-func results(e server.Ended) map[string]int {
-	n := map[string]int{}
+func results(e server.Ended) map[lineage.Result]int {
+	n := map[lineage.Result]int{}
 	for _, r := range e.Roots {
 		for _, o := range r.Outcomes {
 			n[o.Result]++
@@ -45,7 +44,7 @@ func TestServeAutonomousTurnEndReapsLeftovers(t *testing.T) {
 	var end server.Ended
 	d.do("POST", "/v1/sessions/auto/turn-end", nil, &end)
 	allGone(t, left)
-	if n := results(end); n[string(reap.Terminated)]+n[string(reap.Killed)] != 3 {
+	if n := results(end); n[lineage.Terminated]+n[lineage.Killed] != 3 {
 		t.Errorf("outcomes %v, want 3 ended by the reaper", n)
 	}
 	for _, o := range end.Roots[0].Outcomes {
@@ -72,7 +71,7 @@ func TestServeAutonomousTurnEndReapsRedis(t *testing.T) {
 	d.execRoot("redis", "autonomous", fmt.Sprintf("%s --port %d --daemonize yes --dir %s --pidfile %s/%s.pid --save ''", redis, port, dir, dir, mark))
 	var rep server.Ended
 	d.do("GET", "/v1/sessions/redis/report", nil, &rep)
-	if n := results(rep)[server.Reported]; n != 1 {
+	if n := results(rep)[lineage.Reported]; n != 1 {
 		t.Fatalf("report: %d reported, want the daemonized redis: %+v", n, rep)
 	}
 	o := rep.Roots[0].Outcomes[0]
@@ -91,14 +90,14 @@ func TestServeInteractiveTurnReportsThenCloseReaps(t *testing.T) {
 	dev := atLeastSleepers(t, mark, 1)
 	var end server.Ended
 	d.do("POST", "/v1/sessions/inter/turn-end", nil, &end)
-	if n := results(end); n[server.Reported] != 1 || len(n) != 1 {
+	if n := results(end); n[lineage.Reported] != 1 || len(n) != 1 {
 		t.Errorf("turn end outcomes %v, want the dev server reported", n)
 	}
 	time.Sleep(100 * time.Millisecond)
 	allAlive(t, dev)
 	d.do("POST", "/v1/sessions/inter/close", nil, &end)
 	allGone(t, dev)
-	if n := results(end); n[string(reap.Terminated)] != 1 {
+	if n := results(end); n[lineage.Terminated] != 1 {
 		t.Errorf("close outcomes %v, want the dev server terminated", n)
 	}
 	if st := d.apiStatus("GET", "/v1/sessions/inter", nil); st != 404 {

@@ -76,7 +76,7 @@ func TestServeKillSwitchFromEnvironmentWins(t *testing.T) {
 	left := atLeastSleepers(t, mark, 1)
 	var end server.Ended
 	d.do("POST", "/v1/sessions/off/turn-end", nil, &end)
-	if n := results(end); n[server.Reported] != 1 || !strings.Contains(end.Reaping, "LINEAGE_REAPING=off") {
+	if n := results(end); n[lineage.Reported] != 1 || !strings.Contains(end.Reaping, "LINEAGE_REAPING=off") {
 		t.Errorf("turn end with reaping off: %v, %q", n, end.Reaping)
 	}
 	allAlive(t, left)

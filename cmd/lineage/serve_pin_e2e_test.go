@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/loader/bpf"
 	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
@@ -94,7 +94,7 @@ func TestServeKill9KeepsTrackingWhileDown(t *testing.T) {
 // daemon answers, and once none does, unpins it all and says so.
 func TestServeUninstallUnpins(t *testing.T) {
 	d := startDaemon(t, "")
-	set := filepath.Join(d.pin, fmt.Sprintf("v%d", loader.LayoutVersion))
+	set := filepath.Join(d.pin, fmt.Sprintf("v%d", bpf.LayoutVersion))
 	uninstall := func() (string, error) {
 		cmd := lineageCmd("serve", "--uninstall", "--pin-dir", d.pin)
 		out, err := cmd.CombinedOutput()

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/client"
-	"github.com/lineage-dev/lineage/internal/reap"
+	"github.com/lineage-dev/lineage/client"
+	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
@@ -123,7 +123,7 @@ func storm(d *daemon, id, mark string) error {
 		return fmt.Errorf("%s: %d roots closed, want 1", id, len(end.Roots))
 	}
 	n := results(end)
-	if n[string(reap.Terminated)]+n[string(reap.Killed)] != 1 {
+	if n[lineage.Terminated]+n[lineage.Killed] != 1 {
 		return fmt.Errorf("%s: outcomes %v, want the leftover ended", id, n)
 	}
 	return nil

@@ -9,9 +9,8 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/spf13/cobra"
-
-	"github.com/lineage-dev/lineage/internal/exitstatus"
 )
 
 // leanFront: this is the lean front, not the complete binary.
@@ -56,7 +55,7 @@ func execTracker(s streams, args []string) error {
 	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintf(s.err, "lineage: %s: can't find lineage's own executable to find %s beside it: %v\n", args[0], trackerBinary, err)
-		return exitError{exitstatus.Failure}
+		return exitError{lineage.ExitFailure}
 	}
 	path := filepath.Join(filepath.Dir(self), trackerBinary)
 	err = syscall.Exec(path, append([]string{path}, args...), os.Environ())
@@ -65,5 +64,5 @@ func execTracker(s streams, args []string) error {
 	} else {
 		fmt.Fprintf(s.err, "lineage: %s: run %s: %v\n", args[0], path, err)
 	}
-	return exitError{exitstatus.Failure}
+	return exitError{lineage.ExitFailure}
 }

@@ -13,10 +13,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lineage-dev/lineage/internal/api"
-	"github.com/lineage-dev/lineage/internal/client"
+	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/procstat"
+	"github.com/lineage-dev/lineage/internal/proc"
 )
 
 // exitNotTracked is `lineage why`'s status when the daemon could not
@@ -112,7 +112,7 @@ func whyFromProc(o *whyOptions, cause error) error {
 	}
 	linef(o.s.out, "/proc parent chain (ppid, which every reparent changes: not lineage's answer):")
 	for _, st := range chain {
-		linef(o.s.out, "  %-16s ppid %-7d %s", st.Process, st.PPID, argvText(st.Argv, st.Comm))
+		linef(o.s.out, "  %-16s ppid %-7d %s", st.Process, st.PPID, lineage.CommandLine(st.Argv, st.Comm))
 	}
 	return exitError{exitNotTracked}
 }
@@ -130,9 +130,9 @@ func procChain(text string) ([]procStep, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w process %q: bad start time", lineage.ErrInvalid, text)
 		}
-		st, err := procstat.Read("/proc", pid)
+		st, err := proc.ReadStat("/proc", pid)
 		if err == nil {
-			err = procstat.Check(st, lineage.Identity{PID: uint32(pid), StartTicks: start})
+			err = proc.CheckStat(st, lineage.Identity{PID: uint32(pid), StartTicks: start})
 		}
 		if err != nil {
 			return nil, err
@@ -140,14 +140,14 @@ func procChain(text string) ([]procStep, error) {
 	}
 	var out []procStep
 	for cur := pid; cur > 0 && len(out) < 4096; {
-		st, err := procstat.Read("/proc", cur)
+		st, err := proc.ReadStat("/proc", cur)
 		if err != nil {
 			if len(out) == 0 {
 				return nil, err
 			}
 			break
 		}
-		argv, _ := procstat.Argv("/proc", cur)
+		argv, _ := proc.ReadArgv("/proc", cur)
 		out = append(out, procStep{Process: st.Identity, PPID: st.PPID, Comm: st.Comm, Argv: argv})
 		cur = st.PPID
 	}
@@ -163,7 +163,7 @@ func printWhy(w io.Writer, v api.Why) {
 	linef(w, "%s: session %s, root %s%s; lineage parents, each the creator of the line above:",
 		v.Process, lineage.Printable(v.Session), v.Root, label)
 	for _, st := range v.Chain {
-		linef(w, "  %-16s %-24s %s", st.Process, stepState(st), argvText(st.Argv, st.Comm))
+		linef(w, "  %-16s %-24s %s", st.Process, stepState(st), lineage.CommandLine(st.Argv, st.Comm))
 		if st.Skipped > 0 {
 			linef(w, "  %-16s %d exited ancestors the daemon no longer keeps (it keeps at most %d)", "…", st.Skipped, lineage.MaxExitedKept)
 		}
@@ -192,19 +192,6 @@ func stepState(st api.WhyStep) string {
 		s = "root, " + s
 	}
 	return s
-}
-
-// argvText is argv as one line with control characters escaped, or the
-// command name in brackets when argv is unknown.
-func argvText(argv []string, comm string) string {
-	if len(argv) == 0 {
-		return "[" + lineage.Printable(comm) + "]"
-	}
-	words := make([]string, len(argv))
-	for i, a := range argv {
-		words[i] = lineage.Printable(a)
-	}
-	return strings.Join(words, " ")
 }
 
 func writeJSONTo(w io.Writer, v any) error {

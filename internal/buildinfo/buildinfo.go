@@ -7,10 +7,10 @@
 // -ldflags -X from `git describe --always --dirty`), else from the VCS
 // settings the Go toolchain stamps into the build, else they read "devel"
 // and "". The BPF digest is over the objects registered with [AddBPFObject]
-// (package loader registers the ones it embeds); a binary without them (the
-// lean front, which links no loader) reports [CommittedBPF], the digest of
-// the objects committed in the same tree, which a loader test keeps equal
-// to the embedded ones. The package is safe for concurrent use once init
+// (package loader/bpf registers the ones it embeds); a binary without them
+// (the front, which links no BPF tracker) reports [CommittedBPF], the
+// digest of the objects committed in the same tree, which `go generate`
+// writes and a loader/bpf test keeps equal to the embedded ones. The package is safe for concurrent use once init
 // is over.
 package buildinfo
 

@@ -96,7 +96,7 @@ type System struct {
 	// Host returns the loader's pre-checks (loader.ProbeHost).
 	Host func() loader.Host
 	// Features returns the loader's probes of the kernel's BPF features
-	// (loader.ProbeFeatures).
+	// (bpf.ProbeFeatures).
 	Features func() (loader.Features, error)
 	// PidfdOpen opens a pidfd on the calling process and closes it.
 	PidfdOpen func() error

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/loader/bpf"
 )
 
 // Host returns the real machine: the loader's own pre-checks and probes,
@@ -18,7 +19,7 @@ func Host() System {
 	return System{
 		Root:      "/",
 		Host:      loader.ProbeHost,
-		Features:  loader.ProbeFeatures,
+		Features:  bpf.ProbeFeatures,
 		PidfdOpen: pidfdSelf,
 		Subreaper: trySubreaper,
 		OpenBPF:   openBPF,
@@ -55,7 +56,7 @@ func trySubreaper() error {
 }
 
 func openBPF() (loader.Loaded, error) {
-	b, err := loader.OpenBPF(nil)
+	b, err := bpf.Open(nil)
 	if err != nil {
 		return loader.Loaded{}, err
 	}

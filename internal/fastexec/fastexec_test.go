@@ -5,9 +5,9 @@ package fastexec
 import (
 	"testing"
 
-	"github.com/lineage-dev/lineage/internal/api"
-	"github.com/lineage-dev/lineage/internal/client"
-	"github.com/lineage-dev/lineage/internal/exitstatus"
+	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/client"
+	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
 // The C side's fixed values are the Go side's: where Go's `lineage exec`
@@ -15,8 +15,8 @@ import (
 // (The profile variables are checked end to end: cmd/lineage's
 // TestExecFastPath runs with LINEAGE_CPUPROFILE set.)
 func TestValuesAreGos(t *testing.T) {
-	if cannotRun != exitstatus.CannotRun {
-		t.Errorf("FASTEXEC_CANNOT_RUN = %d, exitstatus.CannotRun = %d", cannotRun, exitstatus.CannotRun)
+	if cannotRun != lineage.ExitCannotRun {
+		t.Errorf("FASTEXEC_CANNOT_RUN = %d, lineage.ExitCannotRun = %d", cannotRun, lineage.ExitCannotRun)
 	}
 	if defaultSocket != api.DefaultSocket {
 		t.Errorf("FASTEXEC_DEFAULT_SOCKET = %q, api.DefaultSocket = %q", defaultSocket, api.DefaultSocket)

@@ -55,10 +55,10 @@ func abort(h *hello, root lineage.Identity, src source, stderr io.Writer) error 
 	}
 	rep, err := reap.Reap(ctx, src, opts)
 	fmt.Fprintf(stderr, "lineage guardian: lineage died before it finished; reaped %s (%s): %d terminated, %d killed, %d exited, %d kept, %d refused, %d survived\n",
-		root, rep.Containment, rep.Count(reap.Terminated), rep.Count(reap.Killed), rep.Count(reap.Exited),
-		rep.Count(reap.Kept), rep.Count(reap.Refused), rep.Count(reap.Survived))
+		root, rep.Containment, rep.Count(lineage.Terminated), rep.Count(lineage.Killed), rep.Count(lineage.Exited),
+		rep.Count(lineage.Kept), rep.Count(lineage.Refused), rep.Count(lineage.Survived))
 	for _, o := range rep.Outcomes {
-		if o.Result == reap.Refused || o.Result == reap.Survived {
+		if o.Result == lineage.Refused || o.Result == lineage.Survived {
 			fmt.Fprintf(stderr, "lineage guardian: %s %s: %s\n", o.Member.Identity, o.Result, o.Reason)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"syscall"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/loader/bpf"
 )
 
 // ControlFD is the descriptor the guardian reads lineage's messages from;
@@ -118,8 +118,8 @@ func Serve(ctrl io.Reader, opts ServeOptions) error {
 // than were passed must not make the guardian take over (and later close)
 // one of its own.
 func inherited(n int) ([]*os.File, error) {
-	if n > loader.MaxHandoffFiles {
-		return nil, fmt.Errorf("%w hello: %d bpf descriptors, at most %d", lineage.ErrInvalid, n, loader.MaxHandoffFiles)
+	if n > bpf.MaxHandoffFiles {
+		return nil, fmt.Errorf("%w hello: %d bpf descriptors, at most %d", lineage.ErrInvalid, n, bpf.MaxHandoffFiles)
 	}
 	files := make([]*os.File, 0, n)
 	for i := range n {

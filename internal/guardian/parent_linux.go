@@ -34,10 +34,10 @@ type Config struct {
 	Grace   time.Duration
 
 	// Handoff, for the bpf backend, are the loader's handoff files
-	// ((*loader.BPF).HandoffFiles); Start passes them on and closes them.
+	// ((*bpf.Tracker).HandoffFiles); Start passes them on and closes them.
 	// Nil means the proc backend: members come through [Guardian.Member].
 	Handoff []*os.File
-	// Containment is the loader's (*loader.BPF).Containment (bpf only).
+	// Containment is the loader's (*bpf.Tracker).Containment (bpf only).
 	Containment lineage.Containment
 }
 

@@ -5,7 +5,7 @@ import (
 	"os"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/loader/bpf"
 	"github.com/lineage-dev/lineage/internal/proc"
 )
 
@@ -39,7 +39,7 @@ func openSource(h *hello, files func(int) ([]*os.File, error)) (source, error) {
 	if err != nil {
 		return nil, err
 	}
-	ho, err := loader.OpenHandoff(fds, h.Containment)
+	ho, err := bpf.OpenHandoff(fds, h.Containment)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +48,7 @@ func openSource(h *hello, files func(int) ([]*os.File, error)) (source, error) {
 
 // bpfSource reads the membership the kernel keeps.
 type bpfSource struct {
-	h    *loader.Handoff
+	h    *bpf.Handoff
 	root lineage.Identity
 }
 

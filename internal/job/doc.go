@@ -1,15 +1,19 @@
-// Package job runs jobs under lineage: it starts a job's root, waits for it,
-// asks the policy what to do with its lineage, reaps or only reports what
-// the root left behind, and says so in a [Report]. [Run] is `lineage run`
-// with a tracker of its own. The root's wait, the signals passed on to it
-// and a run through the daemon are package jobrun's, and the report
-// package jobreport's: they link no backend, for the lean front binary.
+// Package job is one job of `lineage run`, from its start to its report,
+// whichever tracker it runs under: its root as lineage's child ([Root]:
+// started in its own process group and the terminal's foreground, waited
+// for, the signals lineage gets passed on to it by identity, its
+// deadline), the signals lineage catches meanwhile ([Signals]), how the
+// root ended and the exit status that makes ([End]), and what the run says
+// ([Report]: the reaper's outcomes, the leftovers, the losses; its text
+// for people, its JSON file, the status --strict gives an incomplete one).
 //
-// A [Tracker] owns the backend and the event tree that its jobs share: it
-// outlives them, and once it is closed nothing is tracked. A Tracker is safe
-// for concurrent use by multiple goroutines; a [Job] is not: one goroutine
-// takes it through its steps, in order.
+// [RunRemote] runs a job under the daemon's tracker, reached through a
+// [Runner]; package tracker runs one under a tracker of lineage's own,
+// with the same Root, Signals and Report. The package links no backend, so
+// the front runs a job through the daemon itself.
 //
-// A job signals only members of its own lineage, by identity, and never the
-// tracker's own process, its process group or its ancestors.
+// A Root and the Signals are used by one goroutine; [RunRemote] makes the
+// calling process a child subreaper that waits for all its children, so a
+// process runs one job at a time. A Report is not safe for concurrent use;
+// once complete, it may be shared for reading.
 package job

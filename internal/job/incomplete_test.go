@@ -23,7 +23,7 @@ func TestReportIncompleteAndStrictExit(t *testing.T) {
 		{"orphans", Report{Stats: loader.Stats{Unattributed: 2}}, "2 unattributed orphans"},
 		{"timed out", Report{ReapTimedOut: true}, "--reap-timeout"},
 		{"survivor", Report{Reap: &reap.Report{Survivors: []lineage.Identity{id}}}, "1 process survived"},
-		{"refused", Report{Reap: &reap.Report{Outcomes: []reap.Outcome{{Result: reap.Refused}}}}, "refused a signal"},
+		{"refused", Report{Reap: &reap.Report{Outcomes: []reap.Outcome{{Result: lineage.Refused}}}}, "refused a signal"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := c.rep
@@ -41,8 +41,8 @@ func TestReportIncompleteAndStrictExit(t *testing.T) {
 			if !strings.Contains(got, c.want) {
 				t.Errorf("incomplete %q, want it to say %q", got, c.want)
 			}
-			if code := r.StrictExitCode(0); code != ExitIncomplete {
-				t.Errorf("strict exit %d, want %d", code, ExitIncomplete)
+			if code := r.StrictExitCode(0); code != lineage.ExitIncomplete {
+				t.Errorf("strict exit %d, want %d", code, lineage.ExitIncomplete)
 			}
 			if code := r.StrictExitCode(2); code != 2 {
 				t.Errorf("strict exit of a failed job %d, want its own 2", code)

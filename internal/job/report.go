@@ -1,49 +1,198 @@
 package job
 
 import (
-	"github.com/lineage-dev/lineage/internal/jobreport"
+	"fmt"
+	"time"
+
+	"github.com/lineage-dev/lineage/internal/buildinfo"
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/proc"
+	"github.com/lineage-dev/lineage/internal/reap"
 )
 
-// A job's report is package jobreport's, which links no backend (the lean
-// front prints it for a job run through the daemon).
-type (
-	// Report is [jobreport.Report].
-	Report = jobreport.Report
-	// Exit is [jobreport.Exit].
-	Exit = jobreport.Exit
-	// Leftover is [jobreport.Leftover].
-	Leftover = jobreport.Leftover
-	// TextOptions is [jobreport.TextOptions].
-	TextOptions = jobreport.TextOptions
-	// ReportFile is [jobreport.ReportFile].
-	ReportFile = jobreport.ReportFile
-)
+// ReportVersion is the version of the JSON report's schema.
+const ReportVersion = 1
 
-const (
-	// ReportVersion is [jobreport.ReportVersion].
-	ReportVersion = jobreport.ReportVersion
-	// ExitIncomplete is [jobreport.ExitIncomplete].
-	ExitIncomplete = jobreport.ExitIncomplete
-	// Whose tracker a report's job ran under ([Report.Tracker]).
-	TrackerStandalone = jobreport.TrackerStandalone
-	TrackerDaemon     = jobreport.TrackerDaemon
-)
+// Report is what a job's run says: how its root ended and what it left
+// behind. Its JSON form is a documented interface: fields are added, never
+// renamed.
+type Report struct {
+	Version  int              `json:"version"`
+	Command  []string         `json:"command"`
+	Root     lineage.Identity `json:"root"`
+	Backend  loader.Choice    `json:"backend"`
+	Started  time.Time        `json:"started"`
+	JobTook  time.Duration    `json:"job_duration_ns"`
+	Exit     *Exit            `json:"exit,omitempty"`
+	Deadline bool             `json:"deadline_passed"`
+	// Interrupted names the signal lineage received and passed on ("INT").
+	Interrupted string `json:"interrupted,omitempty"`
+	// Fatal names a signal lineage received and did not pass on: it
+	// reaped at once and exited 128+N.
+	Fatal    string `json:"fatal_signal,omitempty"`
+	Decision string `json:"decision"`
+	Reaping  string `json:"reaping"`
+	// Reap is what the reaper did, when the decision was to reap.
+	Reap *reap.Report `json:"reap,omitempty"`
+	// Contained are the processes that members forked while being reaped,
+	// killed at birth by the kernel's containment.
+	Contained []lineage.Identity `json:"contained_at_birth,omitempty"`
+	// Leftovers are the members alive after the job, when the decision was
+	// only to report them.
+	Leftovers []Leftover   `json:"leftovers,omitempty"`
+	Stats     loader.Stats `json:"stats"`
+	// ReapTimedOut: the reap passed its timeout; what it could not end is
+	// among the survivors.
+	ReapTimedOut bool `json:"reap_timed_out,omitempty"`
+	// Incomplete says why tracking or reaping was incomplete, if it was
+	// (`lineage run --strict` fails a job that exited 0 then).
+	Incomplete []string `json:"incomplete,omitempty"`
+	Warnings   []string `json:"warnings,omitempty"`
+	// Limits are what the backend in use can't see; printed with -v or
+	// when something was left behind.
+	Limits []string `json:"limits,omitempty"`
+	// Build says which lineage wrote the report (see buildinfo.Info).
+	Build *buildinfo.Info `json:"build,omitempty"`
+	// Tracker says whose tracker the job ran under: [TrackerStandalone]
+	// (lineage's own) or [TrackerDaemon] (`lineage serve`'s); empty in
+	// reports of jobs the daemon registered for others.
+	Tracker string `json:"tracker,omitempty"`
+}
 
-// OpenReportFile is [jobreport.OpenReportFile].
-var OpenReportFile = jobreport.OpenReportFile
+// Exit is how the job's root process ended.
+type Exit struct {
+	Code   *int   `json:"code,omitempty"`
+	Signal string `json:"signal,omitempty"`
+	Text   string `json:"text"`
+}
 
-// decided records the policy's decision and the kill switch it saw.
-func decided(r *Report, d policy.Decision, reaping policy.Reaping) {
+// Leftover is a member that outlived the job and was only reported.
+type Leftover struct {
+	lineage.Member
+	Argv []string      `json:"argv,omitempty"`
+	Age  time.Duration `json:"age_ns"`
+}
+
+// SetStatus records how the root ended.
+func (r *Report) SetStatus(st lineage.ExitStatus) {
+	e := &Exit{Text: st.String()}
+	if code, ok := st.Exited(); ok {
+		e.Code = &code
+	} else if sig, ok := st.Signaled(); ok {
+		e.Signal = lineage.SignalName(sig)
+	}
+	r.Exit = e
+}
+
+// Fill completes the reap outcomes with what the event record knows (argv
+// seen at exec, exit statuses).
+func (r *Report) Fill(tree *lineage.Tree) {
+	if r.Reap == nil {
+		return
+	}
+	for _, m := range tree.Lineage(r.Root) {
+		if m.Contained {
+			r.Contained = append(r.Contained, m.Identity)
+		}
+	}
+	for i := range r.Reap.Outcomes {
+		o := &r.Reap.Outcomes[i]
+		known, ok := tree.Get(o.Member.Identity)
+		if !ok {
+			continue
+		}
+		if len(o.Argv) == 0 {
+			o.Argv = known.Argv
+		}
+		if o.Member.Comm == "" {
+			o.Member.Comm = known.Comm
+		}
+		if o.Status == nil && known.Exited && known.Status.Known() {
+			st := known.Status
+			o.Status = &st
+		}
+	}
+}
+
+// WarnLosses adds the warnings and limits that the backend's counters
+// (r.Stats) and its name call for.
+func (r *Report) WarnLosses(backendName string) {
+	if r.Stats.EventsLost > 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%d events lost: the record has gaps; membership stayed exact", r.Stats.EventsLost))
+	}
+	if r.Stats.Undecodable > 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%d events could not be decoded (is this binary the one that loaded the tracker?): the record has gaps; membership stayed exact", r.Stats.Undecodable))
+	}
+	if r.Stats.MembersFull > 0 {
+		r.Warnings = append(r.Warnings, untrackedWarning(r.Stats))
+	}
+	if r.Stats.Unattributed > 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%d %s could not be attributed to one job, and escaped", r.Stats.Unattributed, plural(int(r.Stats.Unattributed), "orphan", "orphans")))
+	}
+	if r.Stats.HookMisses > 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("the kernel skipped %d runs of the tracker's hooks: the record has gaps; a skipped fork was adopted from /proc by parent pid", r.Stats.HookMisses))
+	}
+	if backendName == loader.BackendProc {
+		r.Limits = append(r.Limits, "proc backend: a process that lived and died between two scans is not in the record")
+	}
+}
+
+// untrackedWarning says what became of the processes a full membership map
+// could not track: killed (--on-full=kill) or escaped.
+func untrackedWarning(st loader.Stats) string {
+	killed := min(st.UntrackedKilled, st.MembersFull)
+	escaped := st.MembersFull - killed
+	switch {
+	case escaped == 0:
+		return fmt.Sprintf("%d processes could not be tracked, the membership map being full, and were killed (--on-full=kill; raise --max-members)", killed)
+	case killed == 0:
+		return fmt.Sprintf("%d processes were not tracked, the membership map being full, and escaped (raise --max-members)", escaped)
+	}
+	return fmt.Sprintf("%d processes could not be tracked, the membership map being full: %d were killed, %d escaped (raise --max-members)", st.MembersFull, killed, escaped)
+}
+
+// LeftBehind counts the job's processes that outlived its root, or, when
+// the deadline or a signal cut the job short, its live processes besides
+// the root.
+func (r *Report) LeftBehind() int {
+	if r.Reap == nil {
+		n := 0
+		for _, l := range r.Leftovers {
+			if l.Identity != r.Root {
+				n++
+			}
+		}
+		return n
+	}
+	n := 0
+	for _, o := range r.Reap.Outcomes {
+		if o.Member.Identity != r.Root {
+			n++
+		}
+	}
+	return n
+}
+
+// Vanished counts the outcomes of members that ended before the reaper
+// reached them (listed alive, gone by the time it looked).
+func (r *Report) Vanished() int {
+	if r.Reap == nil {
+		return 0
+	}
+	return r.Reap.Count(lineage.Vanished)
+}
+
+// Decided records the policy's decision and the kill switch it saw.
+func (r *Report) Decided(d policy.Decision, reaping policy.Reaping) {
 	r.Decision = d.String()
 	r.Reaping = reaping.String()
 }
 
-// addLeftovers records members that were only reported, with what the tree
+// AddLeftovers records members that were only reported, with what the tree
 // and /proc know of them.
-func addLeftovers(r *Report, ms []lineage.Member, tree *lineage.Tree, procFS proc.FS) {
+func (r *Report) AddLeftovers(ms []lineage.Member, tree *lineage.Tree, procFS proc.FS) {
 	now := lineage.DurationToTicks(proc.BootTime())
 	for _, m := range ms {
 		l := Leftover{Member: m}

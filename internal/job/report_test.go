@@ -29,7 +29,7 @@ func TestReportText(t *testing.T) {
 		Backend: loader.Choice{Backend: "bpf"},
 		JobTook: 1500 * time.Millisecond,
 		Reap: &reap.Report{Containment: "kernel", Outcomes: []reap.Outcome{
-			{Member: lineage.Member{Identity: leak, Parent: root}, Argv: []string{"sleep", "1"}, Signal: "TERM", Result: reap.Terminated},
+			{Member: lineage.Member{Identity: leak, Parent: root}, Argv: []string{"sleep", "1"}, Signal: "TERM", Result: lineage.Terminated},
 		}},
 		Decision: "reap: the root exited",
 		Stats:    loader.Stats{EventsLost: 3, Undecodable: 2, Unattributed: 1},
@@ -135,7 +135,7 @@ func TestReportFromSteps(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var r Report
-			decided(&r, policy.Decide(policy.Input{Event: c.end.Event(), Reaping: c.reaping, Kept: c.kept}), c.reaping)
+			r.Decided(policy.Decide(policy.Input{Event: c.end.Event(), Reaping: c.reaping, Kept: c.kept}), c.reaping)
 			c.check(t, &r)
 		})
 	}
@@ -145,7 +145,7 @@ func TestLeftBehind(t *testing.T) {
 	root := lineage.Identity{PID: 100, StartTicks: 5}
 	other := lineage.Identity{PID: 101, StartTicks: 6}
 	reaped := &Report{Root: root, Reap: &reap.Report{Outcomes: []reap.Outcome{
-		{Member: lineage.Member{Identity: root}}, {Member: lineage.Member{Identity: other}, Result: reap.Vanished},
+		{Member: lineage.Member{Identity: root}}, {Member: lineage.Member{Identity: other}, Result: lineage.Vanished},
 	}}}
 	if n, v := reaped.LeftBehind(), reaped.Vanished(); n != 1 || v != 1 {
 		t.Errorf("reaped: %d left behind, %d vanished; want 1, 1", n, v)

@@ -54,10 +54,13 @@ func ArgvFromCmdline(raw []byte) []string {
 	return argv
 }
 
-// Printable returns s with every control character, and every byte that
-// is not UTF-8, escaped as Go escapes them (\n, \x1b, \u202e...), so that
-// what a member controls (its argv, comm, executable path) can't move the
-// cursor, clear the screen or forge a line of lineage's output.
+// Printable returns s safe to print on a terminal, with what a member
+// controls (its argv, comm, executable path) unable to move the cursor,
+// clear the screen, reorder text or forge a line of lineage's output: a
+// byte that is not UTF-8 is written \xNN; control characters (C0, DEL,
+// C1), format characters (the bidi overrides among them) and the line and
+// paragraph separators as Go escapes them (\n, \x1b, \u202e...); and a
+// backslash as \\, so that an escape on the page always means one.
 func Printable(s string) string {
 	if !needsEscape(s) {
 		return s
@@ -68,7 +71,9 @@ func Printable(s string) string {
 		switch {
 		case r == utf8.RuneError && size <= 1:
 			fmt.Fprintf(&b, `\x%02x`, s[i])
-		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Cf, r):
+		case r == '\\':
+			b.WriteString(`\\`)
+		case unsafeRune(r):
 			q := strconv.QuoteRune(r)
 			b.WriteString(q[1 : len(q)-1])
 		default:
@@ -81,9 +86,37 @@ func Printable(s string) string {
 
 func needsEscape(s string) bool {
 	for _, r := range s {
-		if r == utf8.RuneError || unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Cf, r) {
+		if r == utf8.RuneError || r == '\\' || unsafeRune(r) {
 			return true
 		}
 	}
 	return false
+}
+
+func unsafeRune(r rune) bool {
+	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Cf, r)
+}
+
+// CommandLine renders a process's command line for people, as one line:
+// each word [Printable], and a word that is empty or holds a space, a
+// quote or a shell metacharacter single-quoted as a shell would read it. A
+// process with no argv shows its comm in brackets, as ps does ("[?]" when
+// that is unknown too).
+func CommandLine(argv []string, comm string) string {
+	if len(argv) == 0 {
+		if comm == "" {
+			return "[?]"
+		}
+		return "[" + Printable(comm) + "]"
+	}
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		a = Printable(a)
+		if a != "" && !strings.ContainsAny(a, " \t'\"\\$`;&|<>()*?[]{}!#~") {
+			out[i] = a
+			continue
+		}
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(out, " ")
 }

@@ -80,9 +80,34 @@ func TestPrintable(t *testing.T) {
 		{"line sep \u2028", `line sep \u2028`},
 		{"bad \xff utf8", `bad \xff utf8`},
 		{"naïve ünïcode", "naïve ünïcode"},
+		// A backslash is escaped, so that an escape on the page always
+		// means one: a real "\\x1b" reads differently from ESC.
+		{`C:\x1b`, `C:\\x1b`},
 	} {
 		if got := Printable(c.in); got != c.want {
 			t.Errorf("Printable(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestCommandLine(t *testing.T) {
+	for _, c := range []struct {
+		argv []string
+		comm string
+		want string
+	}{
+		{[]string{"sleep", "90"}, "", "sleep 90"},
+		{[]string{"sh", "-c", "make -j3"}, "", "sh -c 'make -j3'"},
+		{[]string{"echo", "it's"}, "", `echo 'it'\''s'`},
+		{[]string{"printf", ""}, "", "printf ''"},
+		{[]string{"echo", "\x1b[2J\n"}, "", `echo '\x1b[2J\n'`},
+		{[]string{"a;b"}, "", "'a;b'"},
+		{nil, "kworker/0:1", "[kworker/0:1]"},
+		{nil, "\x1b]0;x", `[\x1b]0;x]`},
+		{nil, "", "[?]"},
+	} {
+		if got := CommandLine(c.argv, c.comm); got != c.want {
+			t.Errorf("CommandLine(%q, %q) = %q, want %q", c.argv, c.comm, got, c.want)
 		}
 	}
 }

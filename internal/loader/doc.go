@@ -1,21 +1,15 @@
-// Package loader provides the backends that tell lineage which processes
-// belong to which root: the BPF tracker, which keeps membership exact in the
-// kernel, and (where BPF can't load) a /proc poller.
+// Package loader says what a backend is: the [Backend] interface that tells
+// lineage which processes belong to which root, and keeps telling as they
+// fork, exec and exit; its options and their parsers; the [Choice] a report
+// shows and the [Stats] it counts; the kernel facts that decide whether BPF
+// may be tried ([Host], [ProbeHost]) and which build of the program a
+// kernel can run ([Features], [Variant], [HardCancelMode]); and [Open],
+// which picks a backend as --backend asks, falling back from BPF to /proc
+// under "auto" and saying why.
 //
-// It is the only package that imports cilium/ebpf. The BPF program lives in
-// bpf/lineage.c and builds twice, lineage and lineage_compat; their bpf2go
-// output (Go bindings and objects for both endiannesses) is committed here
-// and rebuilt by `make generate`.
-//
-// Loading the BPF backend needs root, or CAP_BPF with CAP_PERFMON, and a
-// kernel with BTF and the BPF ring buffer (5.8 or later). Which build loads,
-// and so how a reap is contained and whether a lineage dies with its
-// supervisor, is decided by probing the kernel ([ProbeFeatures], [Variant],
-// [HardCancelMode]), never from its version; [ProbeHost] holds the
-// pre-checks that decide whether BPF may be tried at all. doctor reads both.
-//
-// A tracker opened with BPFOptions.PinRoot is pinned on bpffs, under a
-// directory named for [LayoutVersion], and outlives its process: the next
-// one takes it over ([Pinned]), a binary of another layout moves its
-// members into a new set, and only [Unpin] ends it.
+// The backends themselves live below it: package loader/bpf, the BPF
+// tracker that keeps membership exact in the kernel (the only importer of
+// cilium/ebpf), and package loader/poll, the /proc poller used where BPF
+// can't load. This package links neither, so every binary of lineage may
+// use it. Its values are plain data, safe to share once built.
 package loader

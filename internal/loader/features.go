@@ -156,7 +156,7 @@ type Loaded struct {
 
 // resolve decides what a load with the forced variant (VariantAuto to
 // choose) does on a kernel with features f, or says why it can't.
-func (f Features) resolve(forced Variant) (Loaded, error) {
+func (f Features) Resolve(forced Variant) (Loaded, error) {
 	if err := f.Baseline(); err != nil {
 		return Loaded{}, err
 	}

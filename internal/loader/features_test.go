@@ -30,7 +30,7 @@ func TestResolveVariant(t *testing.T) {
 		{"no ring buffer", Features{RingBuf: errors.New("ENOTSUPP")}, VariantAuto, Loaded{}, "no BPF ring buffer"},
 		{"no tp_btf", Features{Tracing: errors.New("ENOTSUPP")}, VariantCompat, Loaded{}, "tp_btf"},
 	} {
-		got, err := c.f.resolve(c.forced)
+		got, err := c.f.Resolve(c.forced)
 		if c.err != "" {
 			if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("%s: %v, want ErrUnavailable saying %q", c.name, err, c.err)

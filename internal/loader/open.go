@@ -1,1 +1,63 @@
 package loader
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Openers open the two backends for [Open]: the BPF tracker, and the /proc
+// poller (whose options CheckProc validates before anything opens, so that
+// auto can't hide them). Packages loader/bpf and loader/poll provide them.
+type Openers struct {
+	BPF       func() (Backend, error)
+	Proc      func() (Backend, error)
+	CheckProc func() error
+}
+
+// Open opens the backend named by choice ("auto", "bpf" or "proc"; read user
+// input with [ParseBackend]) and says which one it opened and why.
+//
+//   - "bpf" opens the BPF backend or fails with its error, which wraps
+//     ErrUnavailable when BPF can't run here and says why.
+//   - "proc" opens the proc backend.
+//   - "auto" opens the BPF backend when it loads, and otherwise the proc
+//     backend, with the reason BPF failed in the Choice: auto never fails
+//     because of BPF.
+//
+// An unknown choice, or bad proc options, wrap lineage.ErrInvalid. The caller
+// owns the returned backend and must Close it.
+func Open(choice string, open Openers) (Backend, Choice, error) {
+	asked, err := ParseBackend(choice)
+	if err != nil {
+		return nil, Choice{}, err
+	}
+	if asked != BackendBPF && open.CheckProc != nil {
+		if err := open.CheckProc(); err != nil {
+			return nil, Choice{}, err
+		}
+	}
+	var bpfErr error
+	if asked != BackendProc {
+		b, err := open.BPF()
+		if err == nil {
+			reason := "asked for bpf"
+			if asked == BackendAuto {
+				reason = "bpf loaded"
+			}
+			return b, Choice{Backend: BackendBPF, Asked: asked, Reason: reason}, nil
+		}
+		if asked == BackendBPF {
+			return nil, Choice{}, fmt.Errorf("bpf backend: %w", err)
+		}
+		bpfErr = err
+	}
+	p, err := open.Proc()
+	if err != nil {
+		return nil, Choice{}, err
+	}
+	reason := "asked for proc"
+	if bpfErr != nil {
+		reason = "bpf: " + strings.TrimPrefix(bpfErr.Error(), ErrUnavailable.Error()+": ") + "; using proc"
+	}
+	return p, Choice{Backend: BackendProc, Asked: asked, Reason: reason}, nil
+}

@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/procstat"
 )
 
 // Adopt finds the live descendants of root that are not yet members and
@@ -102,7 +101,7 @@ func (p FS) childless(root lineage.Identity) bool {
 		return false
 	}
 	for _, tid := range tids {
-		b, err := procstat.ReadFile(filepath.Join(dir, tid.Name(), "children"))
+		b, err := ReadFile(filepath.Join(dir, tid.Name(), "children"))
 		if err != nil || len(bytes.TrimSpace(b)) > 0 {
 			return false
 		}

@@ -1,39 +1,33 @@
 package proc
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
-	"syscall"
-
-	"github.com/prometheus/procfs"
+	"os"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/procstat"
 )
 
 // FS reads processes from a /proc tree. The zero value is unusable; use
 // [Open]. An FS is safe for concurrent use.
 type FS struct {
-	fs   procfs.FS
 	root string
 }
 
 // Open opens the /proc tree mounted at root ("/proc" on a real system,
 // any directory in tests).
 func Open(root string) (FS, error) {
-	fs, err := procfs.NewFS(root)
+	info, err := os.Stat(root)
 	if err != nil {
 		return FS{}, fmt.Errorf("open proc at %s: %w", root, err)
 	}
-	return FS{fs: fs, root: root}, nil
+	if !info.IsDir() {
+		return FS{}, fmt.Errorf("open proc at %s: not a directory", root)
+	}
+	return FS{root: root}, nil
 }
 
-// Stat reads /proc/PID/stat with the lean parser ([procstat.Read]): a
-// registration reads a few stat files, and procfs's parse cost four times
-// the read (internal/proc's BenchmarkStat); the tests keep the two parsers
-// in agreement.
-func (p FS) Stat(pid int) (lineage.Stat, error) { return procstat.Read(p.root, pid) }
+// Stat reads and parses /proc/PID/stat ([ReadStat]).
+func (p FS) Stat(pid int) (lineage.Stat, error) { return ReadStat(p.root, pid) }
 
 // Identity returns the identity of the live process pid.
 func (p FS) Identity(pid int) (lineage.Identity, error) {
@@ -52,28 +46,38 @@ func (p FS) Check(id lineage.Identity) error {
 	if err != nil {
 		return err
 	}
-	return procstat.Check(st, id)
+	return CheckStat(st, id)
 }
 
-// Argv returns the command line of pid (see [procstat.Argv]).
-func (p FS) Argv(pid int) ([]string, error) { return procstat.Argv(p.root, pid) }
+// Argv returns the command line of pid (see [ReadArgv]).
+func (p FS) Argv(pid int) ([]string, error) { return ReadArgv(p.root, pid) }
 
 // PIDs lists the pids of all processes (thread-group leaders).
 func (p FS) PIDs() ([]int, error) {
-	procs, err := p.fs.AllProcs()
+	entries, err := os.ReadDir(p.root)
 	if err != nil {
 		return nil, fmt.Errorf("list processes: %w", err)
 	}
-	pids := make([]int, len(procs))
-	for i, pr := range procs {
-		pids[i] = pr.PID
+	pids := make([]int, 0, len(entries))
+	for _, e := range entries {
+		if pid, ok := parsePID([]byte(e.Name())); ok && e.IsDir() {
+			pids = append(pids, pid)
+		}
 	}
 	return pids, nil
 }
 
-func procErr(pid int, err error) error {
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("pid %d: %w", pid, lineage.ErrNoProcess)
+// parsePID reads a NUL-terminated directory name that is all digits.
+func parsePID(name []byte) (int, bool) {
+	pid := 0
+	for i, c := range name {
+		if c == 0 {
+			return pid, i > 0
+		}
+		if c < '0' || c > '9' || pid > 1<<31 {
+			return 0, false
+		}
+		pid = pid*10 + int(c-'0')
 	}
-	return fmt.Errorf("pid %d: %w", pid, err)
+	return pid, len(name) > 0
 }

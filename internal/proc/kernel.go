@@ -1,8 +1,6 @@
 package proc
 
 import (
-	"github.com/lineage-dev/lineage/internal/procstat"
-
 	"bufio"
 	"fmt"
 	"os"
@@ -11,9 +9,6 @@ import (
 	"strings"
 	"time"
 )
-
-// PIDMax reads the kernel's pid_max (see [procstat.PIDMax]).
-func PIDMax(root string) (uint32, error) { return procstat.PIDMax(root) }
 
 // BoottimeOffset reads the calling process's time namespace's boottime
 // offset from root/self/timens_offsets. A non-zero offset shifts every

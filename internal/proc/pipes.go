@@ -32,12 +32,12 @@ func (p FS) FDLinks(pid int, want map[string]bool, max int) (fds []FDLink, trunc
 	dir := filepath.Join(p.root, strconv.Itoa(pid), "fd")
 	d, err := os.Open(dir)
 	if err != nil {
-		return nil, false, procErr(pid, err)
+		return nil, false, noProcess(pid, err)
 	}
 	defer d.Close()
 	names, err := d.Readdirnames(max + 1)
 	if err != nil && err != io.EOF {
-		return nil, false, procErr(pid, err)
+		return nil, false, noProcess(pid, err)
 	}
 	if len(names) > max {
 		names, truncated = names[:max], true

@@ -168,7 +168,7 @@ func (r *StatReader) scanOne(pid int) (lineage.Stat, error) {
 func (r *StatReader) openStat(pid int) (int, error) {
 	fd, err := syscall.Open(r.dir+"/"+strconv.Itoa(pid)+"/stat", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return -1, procErr(pid, err)
+		return -1, noProcess(pid, err)
 	}
 	return fd, nil
 }
@@ -184,7 +184,7 @@ func (r *StatReader) readFD(pid, fd int, comm string) (lineage.Stat, error) {
 		case err == syscall.EINTR:
 			continue
 		case err != nil:
-			return lineage.Stat{}, procErr(pid, err)
+			return lineage.Stat{}, noProcess(pid, err)
 		case n == len(r.buf):
 			r.buf = make([]byte, 2*len(r.buf))
 			continue
@@ -249,27 +249,6 @@ func (r *StatReader) list(fn func(pid int)) error {
 		}
 	}
 }
-
-// parsePID reads a NUL-terminated directory name that is all digits.
-func parsePID(name []byte) (int, bool) {
-	pid := 0
-	for i, c := range name {
-		if c == 0 {
-			return pid, i > 0
-		}
-		if c < '0' || c > '9' || pid > 1<<31 {
-			return 0, false
-		}
-		pid = pid*10 + int(c-'0')
-	}
-	return pid, len(name) > 0
-}
-
-// errMalformedStat is wrapped when a stat record can't be parsed.
-var errMalformedStat = lineage.ErrMalformedStat
-
-// ParseStat parses the contents of /proc/PID/stat (see [lineage.ParseStat]).
-func ParseStat(pid int, data []byte) (lineage.Stat, error) { return lineage.ParseStat(pid, data, "") }
 
 // eachStat hands the stat of every live process to fn, read by a lean
 // reader that keeps no file open: a pass of adoption over /proc.

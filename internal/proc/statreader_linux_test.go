@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/procfs"
+
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
@@ -198,7 +200,7 @@ func TestStatReaderAgreesWithProcfsOnRealProc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := p.PIDs()
+	want, _ := p.procfsPIDs()
 	if len(pids) == 0 || len(want) == 0 {
 		t.Fatalf("no processes listed: lean %d, procfs %d", len(pids), len(want))
 	}
@@ -265,12 +267,12 @@ func TestParseStatRejectsMalformed(t *testing.T) {
 		"12 (sh) S x 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 500",
 		"12 (sh)",
 	} {
-		if _, err := ParseStat(12, []byte(rec)); !errors.Is(err, errMalformedStat) {
+		if _, err := lineage.ParseStat(12, []byte(rec), ""); !errors.Is(err, lineage.ErrMalformedStat) {
 			t.Errorf("%q: got %v, want a malformed-stat error", rec, err)
 		}
 	}
 	// An old kernel's record, without the later fields, is fine.
-	st, err := ParseStat(12, []byte("12 (sh) S 1 12 12 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 500"))
+	st, err := lineage.ParseStat(12, []byte("12 (sh) S 1 12 12 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 1 0 500"), "")
 	if err != nil || st.StartTicks != 500 || st.PPID != 1 {
 		t.Errorf("short record: %+v, %v", st, err)
 	}
@@ -280,7 +282,7 @@ func FuzzParseStat(f *testing.F) {
 	f.Add([]byte(fakeStat(100, "sh", "S", 1, 100, 100, 0, 5000, 1, 0)))
 	f.Add([]byte(fakeStat(7, ") (", "Z", 1, 1, 1, 0, 1, 0, 9)))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		st, err := ParseStat(1, data)
+		st, err := lineage.ParseStat(1, data, "")
 		if err == nil && st.PID != 1 {
 			t.Fatalf("pid not kept: %+v", st)
 		}
@@ -413,13 +415,17 @@ func TestStatReaderKeepOpen(t *testing.T) {
 // procfsStat reads /proc/PID/stat through prometheus/procfs: the reference
 // the lean parser is held to.
 func (p FS) procfsStat(pid int) (lineage.Stat, error) {
-	proc, err := p.fs.Proc(pid)
+	fs, err := procfs.NewFS(p.root)
 	if err != nil {
-		return lineage.Stat{}, procErr(pid, err)
+		return lineage.Stat{}, err
+	}
+	proc, err := fs.Proc(pid)
+	if err != nil {
+		return lineage.Stat{}, noProcess(pid, err)
 	}
 	st, err := proc.Stat()
 	if err != nil {
-		return lineage.Stat{}, procErr(pid, err)
+		return lineage.Stat{}, noProcess(pid, err)
 	}
 	return lineage.Stat{
 		Identity:   lineage.Identity{PID: uint32(pid), StartTicks: st.Starttime},
@@ -436,3 +442,20 @@ func (p FS) procfsStat(pid int) (lineage.Stat, error) {
 }
 
 const pfKthread = lineage.PFKthread
+
+// procfsPIDs lists the processes through prometheus/procfs.
+func (p FS) procfsPIDs() ([]int, error) {
+	fs, err := procfs.NewFS(p.root)
+	if err != nil {
+		return nil, err
+	}
+	procs, err := fs.AllProcs()
+	if err != nil {
+		return nil, err
+	}
+	pids := make([]int, len(procs))
+	for i, pr := range procs {
+		pids[i] = pr.PID
+	}
+	return pids, nil
+}

@@ -16,6 +16,8 @@ type Status struct {
 	// NSpid is the process's pid in each PID namespace it is in, from the
 	// reader's outward to its own; nil on kernels without the line.
 	NSpid []int
+	// UIDs are the real, effective and saved user ids.
+	UIDs UIDs
 }
 
 // NamespaceInit reports whether the process is the init (pid 1) of a PID
@@ -27,7 +29,7 @@ func (s Status) NamespaceInit() bool { return len(s.NSpid) > 1 && s.NSpid[len(s.
 func (p FS) Status(pid int) (Status, error) {
 	b, err := os.ReadFile(filepath.Join(p.root, strconv.Itoa(pid), "status"))
 	if err != nil {
-		return Status{}, procErr(pid, err)
+		return Status{}, noProcess(pid, err)
 	}
 	return ParseStatus(pid, b)
 }
@@ -47,6 +49,19 @@ func ParseStatus(pid int, data []byte) (Status, error) {
 			s.SigIgn, err = strconv.ParseUint(string(val), 16, 64)
 		case "SigCgt":
 			s.SigCgt, err = strconv.ParseUint(string(val), 16, 64)
+		case "Uid":
+			f := bytes.Fields(val)
+			if len(f) < 3 {
+				err = fmt.Errorf("want 4 ids, got %d", len(f))
+				break
+			}
+			var ids [3]uint64
+			for i := range ids {
+				if ids[i], err = strconv.ParseUint(string(f[i]), 10, 32); err != nil {
+					break
+				}
+			}
+			s.UIDs = UIDs{Real: uint32(ids[0]), Effective: uint32(ids[1]), Saved: uint32(ids[2])}
 		case "NSpid":
 			for _, f := range bytes.Fields(val) {
 				n, perr := strconv.Atoi(string(f))

@@ -246,7 +246,9 @@ func fakeReap(t *testing.T, f *fakeProc, s *fakeSignaler, src Source, opts Optio
 }
 
 // In a fake /proc, a member's pid shows another start time: the stranger is
-// never signalled. Nor are the other protected processes.
+// never signalled. Nor are the other protected processes. A member in the
+// reaper's own process group is reaped like any other: protection is by
+// identity alone.
 func TestFakeProcStranger(t *testing.T) {
 	f := newFakeProc(t)
 	s := newFakeSignaler(f)
@@ -255,7 +257,7 @@ func TestFakeProcStranger(t *testing.T) {
 	f.add(fakeProcess{pid: 40002, start: 7000})
 	stranger := lineage.Identity{PID: 40002, StartTicks: 6000}
 	kthread := f.add(fakeProcess{pid: 40003, start: 10, kernel: true})
-	peer := f.add(fakeProcess{pid: 40004, start: 5000, pgrp: getpgrp()})
+	peer := f.add(fakeProcess{pid: 40004, start: 5000, pgrp: syscall.Getpgrp()})
 	gone := lineage.Identity{PID: 40005, StartTicks: 5000}
 	refused := f.add(fakeProcess{pid: 40006, start: 5000})
 	parent, _ := readStat(os.Getppid())
@@ -267,20 +269,20 @@ func TestFakeProcStranger(t *testing.T) {
 			return "policy says no", m.Identity == refused
 		},
 	})
-	if want := map[int][]string{40001: {"TERM"}}; !mapsEqual(s.sent, want) {
+	if want := map[int][]string{40001: {"TERM"}, 40004: {"TERM"}}; !mapsEqual(s.sent, want) {
 		t.Errorf("sent %v, want %v", s.sent, want)
 	}
 	for id, want := range map[lineage.Identity]struct {
-		res    Result
+		res    lineage.Result
 		reason string
 	}{
-		victim:    {Terminated, ""},
-		stranger:  {Vanished, "identity mismatch: pid 40002 now names a process started at 7000, not 6000"},
-		kthread:   {Refused, "kernel thread"},
-		peer:      {Refused, "process group"},
-		gone:      {Vanished, "free"},
-		refused:   {Refused, "policy says no"},
-		parent.id: {Refused, "ancestor"},
+		victim:    {lineage.Terminated, ""},
+		stranger:  {lineage.Vanished, "identity mismatch: pid 40002 now names a process started at 7000, not 6000"},
+		kthread:   {lineage.Refused, "kernel thread"},
+		peer:      {lineage.Terminated, ""},
+		gone:      {lineage.Vanished, "free"},
+		refused:   {lineage.Refused, "policy says no"},
+		parent.id: {lineage.Refused, "ancestor"},
 	} {
 		if o := out[id]; o.Result != want.res || !strings.Contains(o.Reason, want.reason) {
 			t.Errorf("%s: %s %q, want %s %q", id, o.Result, o.Reason, want.res, want.reason)
@@ -320,16 +322,16 @@ func TestFakeSequences(t *testing.T) {
 		state   string
 		react   func(int, syscall.Signal) bool
 		want    []string
-		result  Result
+		result  lineage.Result
 	}{
-		{"given/obeys", given, "S", obeys, []string{"TERM"}, Terminated},
-		{"given/ignores", given, "S", ignores, []string{"TERM", "KILL"}, Killed},
-		{"given/stopped obeys", given, "T", obeys, []string{"TERM", "CONT"}, Terminated},
-		{"given/stopped ignores", given, "T", ignores, []string{"TERM", "CONT", "KILL"}, Killed},
-		{"stop/obeys", nil, "S", obeys, []string{"STOP", "TERM", "CONT"}, Terminated},
-		{"stop/ignores", nil, "S", ignores, []string{"STOP", "TERM", "CONT", "STOP", "KILL"}, Killed},
-		{"stop/stopped ignores", nil, "T", ignores, []string{"STOP", "TERM", "CONT", "STOP", "KILL"}, Killed},
-		{"stop contain/ignores", func() (lineage.Containment, error) { return lineage.ContainStop, nil }, "S", ignores, []string{"STOP", "TERM", "CONT", "STOP", "KILL"}, Killed},
+		{"given/obeys", given, "S", obeys, []string{"TERM"}, lineage.Terminated},
+		{"given/ignores", given, "S", ignores, []string{"TERM", "KILL"}, lineage.Killed},
+		{"given/stopped obeys", given, "T", obeys, []string{"TERM", "CONT"}, lineage.Terminated},
+		{"given/stopped ignores", given, "T", ignores, []string{"TERM", "CONT", "KILL"}, lineage.Killed},
+		{"stop/obeys", nil, "S", obeys, []string{"STOP", "TERM", "CONT"}, lineage.Terminated},
+		{"stop/ignores", nil, "S", ignores, []string{"STOP", "TERM", "CONT", "STOP", "KILL"}, lineage.Killed},
+		{"stop/stopped ignores", nil, "T", ignores, []string{"STOP", "TERM", "CONT", "STOP", "KILL"}, lineage.Killed},
+		{"stop contain/ignores", func() (lineage.Containment, error) { return lineage.ContainStop, nil }, "S", ignores, []string{"STOP", "TERM", "CONT", "STOP", "KILL"}, lineage.Killed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeProc(t)
@@ -341,10 +343,10 @@ func TestFakeSequences(t *testing.T) {
 			if o := out[id]; o.Result != tc.result || !slices.Equal(o.Sent, tc.want) || !slices.Equal(s.sent[40001], tc.want) {
 				t.Errorf("%s, sent %v (signaler saw %v); want %s, %v", o.Result, o.Sent, s.sent[40001], tc.result, tc.want)
 			}
-			if tc.result == Killed && rep.Took < grace {
+			if tc.result == lineage.Killed && rep.Took < grace {
 				t.Errorf("killed after %v, before the grace %v", rep.Took, grace)
 			}
-			if tc.result == Terminated && rep.Took >= grace {
+			if tc.result == lineage.Terminated && rep.Took >= grace {
 				t.Errorf("took %v: waited for the grace", rep.Took)
 			}
 		})
@@ -370,12 +372,12 @@ func TestFakeForkOnTerm(t *testing.T) {
 			}
 			src := SourceFunc(func() ([]lineage.Member, error) { return listed(s, members...)() })
 			rep, out := fakeReap(t, f, s, src, Options{Grace: time.Second})
-			if o := out[parent]; o.Result != Killed || !slices.Equal(o.Sent, []string{"STOP", "TERM", "CONT", "STOP", "KILL"}) {
+			if o := out[parent]; o.Result != lineage.Killed || !slices.Equal(o.Sent, []string{"STOP", "TERM", "CONT", "STOP", "KILL"}) {
 				t.Errorf("parent: %s, sent %v", o.Result, o.Sent)
 			}
-			want, res := []string{"TERM", "STOP", "KILL"}, Killed
+			want, res := []string{"TERM", "STOP", "KILL"}, lineage.Killed
 			if childObeys {
-				want, res = []string{"TERM"}, Terminated
+				want, res = []string{"TERM"}, lineage.Terminated
 			}
 			if o := out[child]; o.Result != res || !slices.Equal(o.Sent, want) {
 				t.Errorf("child: %s, sent %v; want %s, %v", o.Result, o.Sent, res, want)
@@ -405,7 +407,7 @@ func TestFakeStopPasses(t *testing.T) {
 	})
 	_, out := fakeReap(t, f, s, src, Options{Grace: 100 * time.Millisecond})
 	for id, o := range out {
-		if o.Result != Killed || o.Sent[0] != "STOP" {
+		if o.Result != lineage.Killed || o.Sent[0] != "STOP" {
 			t.Errorf("%s: %s, sent %v; want stopped first, then killed", id, o.Result, o.Sent)
 		}
 	}
@@ -426,10 +428,10 @@ func TestFakeKeep(t *testing.T) {
 		return len(m.Argv) > 0 && m.Argv[0] == "/usr/bin/devserver", "kept by exe"
 	}
 	_, out := fakeReap(t, f, s, listed(s, dev, other), Options{Keep: keep})
-	if o := out[dev]; o.Result != Kept || o.Reason != "kept by exe" || len(s.sent[40001]) > 0 {
+	if o := out[dev]; o.Result != lineage.Kept || o.Reason != "kept by exe" || len(s.sent[40001]) > 0 {
 		t.Errorf("dev server: %s %q, sent %v", o.Result, o.Reason, s.sent[40001])
 	}
-	if o := out[other]; o.Result != Terminated {
+	if o := out[other]; o.Result != lineage.Terminated {
 		t.Errorf("make: %s", o.Result)
 	}
 }
@@ -447,7 +449,7 @@ func TestFakeLinger(t *testing.T) {
 		}
 	}
 	rep, out := fakeReap(t, f, s, listed(s, id), Options{Linger: time.Minute})
-	if o := out[id]; o.Result != Exited || len(o.Sent) > 0 {
+	if o := out[id]; o.Result != lineage.Exited || len(o.Sent) > 0 {
 		t.Errorf("%s, sent %v; want exited, nothing sent", o.Result, o.Sent)
 	}
 	if rep.Containment != "" || rep.Took >= time.Minute {
@@ -479,7 +481,7 @@ func TestFakeOutOfPins(t *testing.T) {
 	}
 	rep, out := fakeReap(t, f, s, listed(s, ids...), Options{Grace: time.Second, Contain: func() (lineage.Containment, error) { return "given", nil }})
 	for _, id := range ids {
-		if o := out[id]; o.Result != Killed {
+		if o := out[id]; o.Result != lineage.Killed {
 			t.Errorf("%s: %s %q, sent %v; want killed", id, o.Result, o.Reason, o.Sent)
 		}
 	}

@@ -610,7 +610,7 @@ func checkReport(t testing.TB, j *job, rep Report) map[lineage.Identity]Outcome 
 			t.Errorf("member %s is missing from the report", id)
 			continue
 		}
-		if o.Result != Kept && o.Result != Refused && running(id) {
+		if o.Result != lineage.Kept && o.Result != lineage.Refused && running(id) {
 			t.Errorf("member %s (%v, %s) still runs", id, o.Argv, o.Result)
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/pidfd"
 )
 
 // pidfds is the default Signaler: a pin is a pidfd, and exits are awaited
@@ -29,13 +28,6 @@ func newPidfds() (*pidfds, error) {
 	}
 	return &pidfds{epfd: epfd, events: make([]unix.EpollEvent, 1024)}, nil
 }
-
-// openPidfd and sendPidfd are package pidfd's (see [pidfd.Open],
-// [pidfd.Send]).
-var (
-	openPidfd = pidfd.Open
-	sendPidfd = pidfd.Send
-)
 
 func (p *pidfds) Open(pid int) (Pin, error) {
 	fd, err := openPidfd(pid)
@@ -84,5 +76,3 @@ func (p *pidfds) Status(pin Pin) (lineage.ExitStatus, bool) {
 func (p *pidfds) Release(pin Pin) { unix.Close(int(pin)) }
 
 func (p *pidfds) Close() error { return unix.Close(p.epfd) }
-
-func getpgrp() int { return unix.Getpgrp() }

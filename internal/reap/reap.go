@@ -7,15 +7,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/jobreport"
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/pidfd"
 	"github.com/lineage-dev/lineage/internal/proc"
 )
-
-// DefaultGrace is how long members have to act on SIGTERM when
-// [Options.Grace] is zero ([jobreport.DefaultGrace]).
-const DefaultGrace = jobreport.DefaultGrace
 
 // DefaultPoll is how often the Source is listed again while the reaper waits,
 // when [Options.Poll] is zero.
@@ -30,7 +24,7 @@ var (
 	ErrSurvivors = errors.New("members survived the reap")
 	// ErrNotProcess is wrapped by [Signaler.Open] when the pid names a
 	// thread rather than a process (thread-group leader).
-	ErrNotProcess = pidfd.ErrNotProcess
+	ErrNotProcess = errors.New("not a process")
 	// ErrTimeout is wrapped by the error [Reap] returns when
 	// [Options.Timeout] passed before the lineage was empty.
 	ErrTimeout = errors.New("reap timed out")
@@ -65,7 +59,7 @@ type Options struct {
 	// Timeout bounds the whole reap, linger included; zero means
 	// DefaultTimeout. Past it the reap stops: it sends SIGKILL to the
 	// members it knows of, waits for none of them, reports those not seen
-	// gone as Survived with why (a member in uninterruptible sleep, say, or
+	// gone as lineage.Survived with why (a member in uninterruptible sleep, say, or
 	// a kept member whose children keep coming), and Reap returns an error
 	// wrapping ErrTimeout.
 	Timeout time.Duration
@@ -131,30 +125,6 @@ type Signaler interface {
 	// Release frees p; it is not watched any more.
 	Release(p Pin)
 }
-
-// The outcome types are package jobreport's, which links nothing heavy (the
-// lean front prints a report with them).
-type (
-	// Result is [jobreport.Result].
-	Result = jobreport.Result
-	// Outcome is [jobreport.Outcome].
-	Outcome = jobreport.Outcome
-	// Phases is [jobreport.Phases].
-	Phases = jobreport.Phases
-	// Report is [jobreport.Reap].
-	Report = jobreport.Reap
-)
-
-// How a member's story ended (see [jobreport.Result]).
-const (
-	Exited     = jobreport.Exited
-	Terminated = jobreport.Terminated
-	Killed     = jobreport.Killed
-	Kept       = jobreport.Kept
-	Vanished   = jobreport.Vanished
-	Refused    = jobreport.Refused
-	Survived   = jobreport.Survived
-)
 
 // Reap ends the lineage that src lists:
 //

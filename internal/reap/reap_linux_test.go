@@ -68,7 +68,7 @@ func TestReapObeysTerm(t *testing.T) {
 				t.Errorf("%d outcomes, want 3 (sh and two sleeps)", len(out))
 			}
 			for id, o := range out {
-				if o.Result != Terminated || o.Signal != "TERM" {
+				if o.Result != lineage.Terminated || o.Signal != "TERM" {
 					t.Errorf("%s %q: %s by %q, want terminated by TERM", id, o.Argv, o.Result, o.Signal)
 				}
 				if want := sent(mode.pre, []string{"TERM"}, mode.post); !slices.Equal(o.Sent, want) {
@@ -104,7 +104,7 @@ func TestReapIgnoresTerm(t *testing.T) {
 				t.Errorf("%d outcomes, want 3", len(out))
 			}
 			for id, o := range out {
-				if o.Result != Killed || o.Signal != "KILL" || o.Reason != whyIgnoresTerm {
+				if o.Result != lineage.Killed || o.Signal != "KILL" || o.Reason != whyIgnoresTerm {
 					t.Errorf("%s %q: %s by %q (%q), want killed because it ignores TERM", id, o.Argv, o.Result, o.Signal, o.Reason)
 				}
 				if want := sent(mode.pre, []string{"KILL"}); !slices.Equal(o.Sent, want) {
@@ -142,7 +142,7 @@ func TestReapCatchesTerm(t *testing.T) {
 				t.Errorf("%d outcomes, want 3", len(out))
 			}
 			for id, o := range out {
-				if o.Result != Killed || o.Signal != "KILL" || o.Reason != "" {
+				if o.Result != lineage.Killed || o.Signal != "KILL" || o.Reason != "" {
 					t.Errorf("%s %q: %s by %q (%q), want killed", id, o.Argv, o.Result, o.Signal, o.Reason)
 				}
 				if want := sent(mode.pre, []string{"TERM"}, mode.post, mode.pre, []string{"KILL"}); !slices.Equal(o.Sent, want) {
@@ -168,9 +168,9 @@ func TestReapIgnoresTermMixed(t *testing.T) {
 		t.Fatalf("%d outcomes, %d deaf members; want 3 and 1", len(out), len(deaf))
 	}
 	for id, o := range out {
-		want := Terminated
+		want := lineage.Terminated
 		if id == deaf[0] {
-			want = Killed
+			want = lineage.Killed
 		}
 		if o.Result != want {
 			t.Errorf("%s %q: %s (%q), want %s", id, o.Argv, o.Result, o.Reason, want)
@@ -204,7 +204,7 @@ func TestReapStoppedMember(t *testing.T) {
 			rep := reapJob(t, j, Options{Grace: time.Minute, Contain: mode.contain})
 			out := checkReport(t, j, rep)
 			o := out[sleeper[0]]
-			if o.Result != Terminated {
+			if o.Result != lineage.Terminated {
 				t.Errorf("stopped sleeper: %s, want terminated", o.Result)
 			}
 			if want := sent(mode.pre, []string{"TERM", "CONT"}); !slices.Equal(o.Sent, want) {
@@ -250,14 +250,14 @@ func TestReapZombie(t *testing.T) {
 			out := checkReport(t, j, rep)
 			// Once its parent is gone, the nursery may reap it before the
 			// reaper looks: then it has vanished.
-			if o := out[zombie]; (o.Result != Exited && o.Result != Vanished) || len(o.Sent) > 0 {
+			if o := out[zombie]; (o.Result != lineage.Exited && o.Result != lineage.Vanished) || len(o.Sent) > 0 {
 				t.Errorf("zombie: %s, sent %v; want exited, nothing sent", o.Result, o.Sent)
 			}
 			if len(out) != 2 {
 				t.Errorf("%d outcomes, want 2", len(out))
 			}
 			for id, o := range out {
-				if id != zombie && o.Result != Terminated {
+				if id != zombie && o.Result != lineage.Terminated {
 					t.Errorf("%s %q: %s, want terminated", id, o.Argv, o.Result)
 				}
 			}
@@ -286,7 +286,7 @@ func TestReapLeaderExited(t *testing.T) {
 	}
 	rep := reapJob(t, j, Options{Grace: 10 * time.Second, Contain: modes[0].contain})
 	out := checkReport(t, j, rep)
-	if o := out[m]; o.Result != Terminated || !slices.Equal(o.Sent, []string{"TERM"}) {
+	if o := out[m]; o.Result != lineage.Terminated || !slices.Equal(o.Sent, []string{"TERM"}) {
 		t.Errorf("the process with an exited leader: %s, sent %v; want terminated by TERM", o.Result, o.Sent)
 	}
 }
@@ -299,7 +299,7 @@ func TestReapLinger(t *testing.T) {
 		rep := reapJob(t, j, Options{Linger: 20 * time.Second, Contain: func() (lineage.Containment, error) { called = true; return "given", nil }})
 		out := checkReport(t, j, rep)
 		for id, o := range out {
-			if o.Result != Exited || len(o.Sent) > 0 {
+			if o.Result != lineage.Exited || len(o.Sent) > 0 {
 				t.Errorf("%s %q: %s, sent %v; want exited, nothing sent", id, o.Argv, o.Result, o.Sent)
 			}
 		}
@@ -318,9 +318,9 @@ func TestReapLinger(t *testing.T) {
 		rep := reapJob(t, j, Options{Linger: linger, Grace: 10 * time.Second})
 		out := checkReport(t, j, rep)
 		for id, o := range out {
-			want := Exited // the short sleeper
+			want := lineage.Exited // the short sleeper
 			if id == sh || id == sleeper {
-				want = Terminated
+				want = lineage.Terminated
 			}
 			if o.Result != want {
 				t.Errorf("%s %q: %s, want %s", id, o.Argv, o.Result, want)
@@ -343,7 +343,7 @@ func TestReapNamespaceInit(t *testing.T) {
 	init := j.find("sleep", "62")
 	rep := reapJob(t, j, Options{Grace: time.Minute, Contain: modes[0].contain})
 	out := checkReport(t, j, rep)
-	if o := out[init[0]]; o.Result != Killed || o.Reason != whyDeafInit || !slices.Equal(o.Sent, []string{"TERM", "KILL"}) {
+	if o := out[init[0]]; o.Result != lineage.Killed || o.Reason != whyDeafInit || !slices.Equal(o.Sent, []string{"TERM", "KILL"}) {
 		t.Errorf("the namespace's init %s: %s (%q), sent %v; want killed as deaf to TERM after TERM", init[0], o.Result, o.Reason, o.Sent)
 	}
 	if rep.Took > 30*time.Second {
@@ -363,7 +363,7 @@ func TestReapExitDuringGrace(t *testing.T) {
 		t.Errorf("%d outcomes, want 2", len(out))
 	}
 	for id, o := range out {
-		if o.Result != Terminated || !slices.Equal(o.Sent, []string{"TERM"}) {
+		if o.Result != lineage.Terminated || !slices.Equal(o.Sent, []string{"TERM"}) {
 			t.Errorf("%s %q: %s, sent %v; want terminated after TERM alone", id, o.Argv, o.Result, o.Sent)
 		}
 		if o.Status != nil {
@@ -392,7 +392,7 @@ i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done`)
 			grace := 3 * time.Second
 			rep := reapJob(t, j, Options{Grace: grace, Contain: mode.contain})
 			out := checkReport(t, j, rep)
-			if o := out[sh]; o.Result != Terminated {
+			if o := out[sh]; o.Result != lineage.Terminated {
 				t.Errorf("the shell %s: %s, want terminated (it exits on TERM)", sh, o.Result)
 			}
 			late := 0
@@ -405,7 +405,7 @@ i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done`)
 				// lose it; then it is killed at the end.
 				// Forked during the reap: found, and signalled if it
 				// was still there.
-				if len(o.Sent) > 0 && o.Sent[0] == "TERM" && (o.Result == Terminated || o.Result == Killed) {
+				if len(o.Sent) > 0 && o.Sent[0] == "TERM" && (o.Result == lineage.Terminated || o.Result == lineage.Killed) {
 					late++
 				}
 			}
@@ -433,7 +433,7 @@ i=0; while [ $i -lt 1200 ]; do sleep 60 & sleep 0.05; i=$((i+1)); done`)
 				newcomers++ // first seen during the grace
 			}
 		}
-		if o := out[sh]; o.Result != Killed {
+		if o := out[sh]; o.Result != lineage.Killed {
 			t.Errorf("the forking shell %s: %s, want killed", sh, o.Result)
 		}
 		if newcomers == 0 {
@@ -453,7 +453,7 @@ echo ready; storm 4`)
 	time.Sleep(100 * time.Millisecond) // let it get going
 	rep := reapJob(t, j, Options{Grace: 200 * time.Millisecond})
 	out := checkReport(t, j, rep)
-	t.Logf("%d members, %d killed, kill phase %v, took %v", len(out), rep.Count(Killed), rep.Phases.Kill, rep.Took)
+	t.Logf("%d members, %d killed, kill phase %v, took %v", len(out), rep.Count(lineage.Killed), rep.Phases.Kill, rep.Took)
 	// Contained, the storm ends with its kill phase: a storm that outran
 	// containment would keep it going until the reap gave up. (Its speed
 	// is measured by the benchmarks, not here.)
@@ -483,7 +483,7 @@ func TestReapMany(t *testing.T) {
 	if len(out) != testingMany+1 {
 		t.Errorf("%d outcomes, want %d", len(out), testingMany+1)
 	}
-	if n := rep.Count(Terminated); n != len(out) {
+	if n := rep.Count(lineage.Terminated); n != len(out) {
 		t.Errorf("%d terminated of %d", n, len(out))
 	}
 }
@@ -516,7 +516,6 @@ func TestReapProtected(t *testing.T) {
 	extra := map[lineage.Identity]string{
 		self:                     "the reaper itself",
 		parent:                   "ancestor",
-		l.peer():                 "process group",
 		identityOf(t, 1):         "pid 0 and 1",
 		thread:                   "not a process",
 		l.bystanders[0]:          "protected by the caller",
@@ -534,7 +533,7 @@ func TestReapProtected(t *testing.T) {
 	out := checkReport(t, j, rep)
 	for id, why := range extra {
 		o := out[id]
-		if o.Result != Refused || !strings.Contains(o.Reason, why) {
+		if o.Result != lineage.Refused || !strings.Contains(o.Reason, why) {
 			t.Errorf("%s: %s %q; want refused: %s", id, o.Result, o.Reason, why)
 		}
 		if len(o.Sent) > 0 || len(rec.sentTo(int(id.PID))) > 0 {
@@ -544,7 +543,7 @@ func TestReapProtected(t *testing.T) {
 			t.Errorf("%s no longer runs", id)
 		}
 	}
-	if n := rep.Count(Terminated); n != 2 {
+	if n := rep.Count(lineage.Terminated); n != 2 {
 		t.Errorf("%d terminated, want 2 (sh and sleep)", n)
 	}
 }
@@ -592,7 +591,7 @@ func TestReapIdentityMismatch(t *testing.T) {
 			t.Fatalf("%d outcomes", len(rep.Outcomes))
 		}
 		o := rep.Outcomes[0]
-		if o.Result != Vanished || !strings.Contains(o.Reason, "identity mismatch") || len(o.Sent) > 0 {
+		if o.Result != lineage.Vanished || !strings.Contains(o.Reason, "identity mismatch") || len(o.Sent) > 0 {
 			t.Errorf("start %+d: %s %q sent %v; want vanished on identity mismatch, nothing sent", delta, o.Result, o.Reason, o.Sent)
 		}
 		if s := rec.sentTo(int(wrong.PID)); len(s) > 0 {
@@ -617,13 +616,13 @@ func TestReapKeep(t *testing.T) {
 	if len(kept) != 1 {
 		t.Fatalf("kept sleeper: %v", kept)
 	}
-	if o := out[kept[0]]; o.Result != Kept || o.Reason != "dev server" || len(o.Sent) > 0 {
+	if o := out[kept[0]]; o.Result != lineage.Kept || o.Reason != "dev server" || len(o.Sent) > 0 {
 		t.Errorf("kept: %s %q sent %v", o.Result, o.Reason, o.Sent)
 	}
 	if s := rec.sentTo(int(kept[0].PID)); len(s) > 0 {
 		t.Errorf("sent %v to a kept member", s)
 	}
-	if n := rep.Count(Terminated); n != 2 {
+	if n := rep.Count(lineage.Terminated); n != 2 {
 		t.Errorf("%d terminated, want 2", n)
 	}
 }
@@ -660,7 +659,7 @@ func TestReapCanceled(t *testing.T) {
 		t.Errorf("took %v after the deadline", rep.Took)
 	}
 	for _, o := range rep.Outcomes {
-		if !slices.Contains(o.Sent, "KILL") && o.Result != Killed {
+		if !slices.Contains(o.Sent, "KILL") && o.Result != lineage.Killed {
 			t.Errorf("%s %q: %s, sent %v; want KILL sent", o.Member.Identity, o.Argv, o.Result, o.Sent)
 		}
 	}
@@ -699,7 +698,7 @@ func TestReapSourceFails(t *testing.T) {
 	}
 	// The known set was stopped; it must not be left so.
 	for _, o := range rep.Outcomes {
-		if !slices.Contains(o.Sent, "KILL") && o.Result != Killed {
+		if !slices.Contains(o.Sent, "KILL") && o.Result != lineage.Killed {
 			t.Errorf("%s %q: %s, sent %v; want KILL sent", o.Member.Identity, o.Argv, o.Result, o.Sent)
 		}
 	}

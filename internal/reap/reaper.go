@@ -290,7 +290,7 @@ func (r *reaper) await(timeout time.Duration) error {
 		r.exitAt = r.now()
 	}
 	for _, p := range pins {
-		if v, ok := r.byPin[p]; ok && (v.live || v.out.Result == Survived) {
+		if v, ok := r.byPin[p]; ok && (v.live || v.out.Result == lineage.Survived) {
 			r.ended(v)
 		}
 	}
@@ -302,7 +302,7 @@ func (r *reaper) abort(cause error) {
 	for _, v := range r.pending {
 		r.gen++
 		if !r.admit(v) {
-			r.end(v, Survived, "reap cut short before it could be pinned")
+			r.end(v, lineage.Survived, "reap cut short before it could be pinned")
 		}
 	}
 	r.pending = nil
@@ -318,7 +318,7 @@ func (r *reaper) abort(cause error) {
 		if v.statGen != 0 {
 			last = fmt.Sprintf(", last seen in state %s", v.stat.State)
 		}
-		r.end(v, Survived, fmt.Sprintf("reap cut short (%v): exit not confirmed%s", cause, last))
+		r.end(v, lineage.Survived, fmt.Sprintf("reap cut short (%v): exit not confirmed%s", cause, last))
 	}
 }
 
@@ -329,17 +329,17 @@ func (r *reaper) finish(start time.Duration) {
 	r.rep.Outcomes = make([]Outcome, 0, len(r.victims))
 	for _, v := range r.victims {
 		if !v.done { // only when Reap returned early without abort
-			r.end(v, Survived, "not ended")
+			r.end(v, lineage.Survived, "not ended")
 		}
 		r.release(v)
 		end := now
-		if v.out.Result == Exited || v.out.Result == Terminated || v.out.Result == Killed {
+		if v.out.Result == lineage.Exited || v.out.Result == lineage.Terminated || v.out.Result == lineage.Killed {
 			end = v.endedAt
 		}
-		if v.out.Result != Vanished {
+		if v.out.Result != lineage.Vanished {
 			v.out.Age = max(end-lineage.TicksToDuration(v.id.StartTicks), 0)
 		}
-		if v.out.Result == Survived {
+		if v.out.Result == lineage.Survived {
 			r.rep.Survivors = append(r.rep.Survivors, v.id)
 		}
 		r.rep.Outcomes = append(r.rep.Outcomes, v.out)

@@ -41,10 +41,10 @@ func TestFakeTimeoutStuckMember(t *testing.T) {
 	for _, o := range rep.Outcomes {
 		out[o.Member.Identity] = o
 	}
-	if o := out[stuck]; o.Result != Survived || !strings.Contains(o.Reason, "timed out") || !strings.Contains(o.Reason, "state D") {
+	if o := out[stuck]; o.Result != lineage.Survived || !strings.Contains(o.Reason, "timed out") || !strings.Contains(o.Reason, "state D") {
 		t.Errorf("stuck member: %s %q, want survived, timed out, last seen in state D", o.Result, o.Reason)
 	}
-	if o := out[fine]; o.Result != Terminated {
+	if o := out[fine]; o.Result != lineage.Terminated {
 		t.Errorf("the other member: %s %q, want terminated", o.Result, o.Reason)
 	}
 	if len(rep.Survivors) != 1 || rep.Survivors[0] != stuck {
@@ -86,8 +86,8 @@ func TestFakeTimeoutKeptForker(t *testing.T) {
 	if took := s.now - start; took > 2*time.Second {
 		t.Errorf("returned after %v, want about the 1.2s timeout", took)
 	}
-	if rep.Count(Kept) != 1 {
-		t.Errorf("%d kept, want 1", rep.Count(Kept))
+	if rep.Count(lineage.Kept) != 1 {
+		t.Errorf("%d kept, want 1", rep.Count(lineage.Kept))
 	}
 }
 
@@ -129,7 +129,7 @@ func TestReapResumesStoppedSurvivor(t *testing.T) {
 			o = oc
 		}
 	}
-	if o.Result != Survived || !slices.Equal(o.Sent, []string{"STOP", "CONT"}) {
+	if o.Result != lineage.Survived || !slices.Equal(o.Sent, []string{"STOP", "CONT"}) {
 		t.Errorf("%s: %s %q, sent %v; want survived, sent STOP then CONT", stuck, o.Result, o.Reason, o.Sent)
 	}
 	if st, ok := readStat(int(stuck.PID)); !ok || st.state == "T" {
@@ -164,7 +164,7 @@ func TestReapCanceledResumesRefused(t *testing.T) {
 		t.Fatalf("Reap: %v, want context.Canceled", err)
 	}
 	for _, o := range rep.Outcomes {
-		if o.Member.Identity == target && (o.Result != Refused || !slices.Equal(o.Sent, []string{"STOP", "CONT"})) {
+		if o.Member.Identity == target && (o.Result != lineage.Refused || !slices.Equal(o.Sent, []string{"STOP", "CONT"})) {
 			t.Errorf("%s: %s %q, sent %v; want refused, sent STOP then CONT", target, o.Result, o.Reason, o.Sent)
 		}
 	}

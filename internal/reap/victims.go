@@ -18,7 +18,7 @@ type victim struct {
 	pin    Pin
 	pinned bool
 	// live: pinned, believed alive and to be ended. done: out.Result says
-	// how it ended (a Survived victim may still turn out to have ended).
+	// how it ended (a lineage.Survived victim may still turn out to have ended).
 	live, done bool
 	// confirmed: /proc showed its identity alive after it was pinned.
 	confirmed bool
@@ -97,21 +97,21 @@ func (r *reaper) liveVictims() []*victim {
 func (r *reaper) admit(v *victim) bool {
 	m := v.out.Member
 	if reason := r.guard.refuseIdentity(m.Identity); reason != "" {
-		r.end(v, Refused, reason)
+		r.end(v, lineage.Refused, reason)
 		return true
 	}
 	p, err := r.open(int(m.PID))
 	switch {
 	case errors.Is(err, lineage.ErrNoProcess):
-		r.end(v, Vanished, fmt.Sprintf("pid %d was free when the reaper came", m.PID))
+		r.end(v, lineage.Vanished, fmt.Sprintf("pid %d was free when the reaper came", m.PID))
 		return true
 	case errors.Is(err, ErrNotProcess):
-		r.end(v, Refused, fmt.Sprintf("pid %d is not a process: %v", m.PID, err))
+		r.end(v, lineage.Refused, fmt.Sprintf("pid %d is not a process: %v", m.PID, err))
 		return true
 	case (errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)) && r.live > 0:
 		return false
 	case err != nil:
-		r.end(v, Survived, fmt.Sprintf("pin: %v", err))
+		r.end(v, lineage.Survived, fmt.Sprintf("pin: %v", err))
 		return true
 	}
 	v.pin, v.pinned, v.live = p, true, true
@@ -132,7 +132,7 @@ func (r *reaper) admit(v *victim) bool {
 			if why == "" {
 				why = "kept on request"
 			}
-			r.end(v, Kept, why)
+			r.end(v, lineage.Kept, why)
 		}
 	}
 	return true
@@ -145,7 +145,7 @@ func (r *reaper) open(pid int) (Pin, error) {
 	if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
 		_ = r.await(0)
 		for _, v := range r.victims {
-			if v.done && v.pinned && v.out.Result != Survived {
+			if v.done && v.pinned && v.out.Result != lineage.Survived {
 				r.release(v)
 			}
 		}
@@ -170,9 +170,9 @@ func (r *reaper) check(v *victim) (lineage.Stat, bool) {
 		if errors.Is(r.sig.Send(v.pin, 0), lineage.ErrNoProcess) {
 			r.ended(v) // gone
 		} else if errors.Is(err, lineage.ErrNoProcess) {
-			r.end(v, Refused, fmt.Sprintf("pid %d is alive but not visible in %s: its identity can't be checked", pid, r.opts.ProcRoot))
+			r.end(v, lineage.Refused, fmt.Sprintf("pid %d is alive but not visible in %s: its identity can't be checked", pid, r.opts.ProcRoot))
 		} else {
-			r.end(v, Survived, fmt.Sprintf("check identity: %v", err))
+			r.end(v, lineage.Survived, fmt.Sprintf("check identity: %v", err))
 		}
 		return lineage.Stat{}, false
 	}
@@ -180,7 +180,7 @@ func (r *reaper) check(v *victim) (lineage.Stat, bool) {
 		if v.confirmed {
 			r.ended(v) // it ended, and its pid was reused
 		} else {
-			r.end(v, Vanished, fmt.Sprintf("identity mismatch: pid %d now names a process started at %d, not %d", pid, st.StartTicks, v.id.StartTicks))
+			r.end(v, lineage.Vanished, fmt.Sprintf("identity mismatch: pid %d now names a process started at %d, not %d", pid, st.StartTicks, v.id.StartTicks))
 		}
 		return lineage.Stat{}, false
 	}
@@ -208,12 +208,12 @@ func (r *reaper) check(v *victim) (lineage.Stat, bool) {
 		return lineage.Stat{}, false
 	}
 	if reason := r.guard.refuse(st); reason != "" {
-		r.end(v, Refused, reason)
+		r.end(v, lineage.Refused, reason)
 		return lineage.Stat{}, false
 	}
 	if r.opts.Refuse != nil {
 		if reason, refuse := r.opts.Refuse(v.out.Member, st); refuse {
-			r.end(v, Refused, reason)
+			r.end(v, lineage.Refused, reason)
 			return lineage.Stat{}, false
 		}
 	}
@@ -230,7 +230,7 @@ func (r *reaper) send(v *victim, sig syscall.Signal) bool {
 		r.ended(v)
 		return false
 	default:
-		r.end(v, Survived, fmt.Sprintf("send %s: %v", lineage.SignalName(sig), err))
+		r.end(v, lineage.Survived, fmt.Sprintf("send %s: %v", lineage.SignalName(sig), err))
 		return false
 	}
 	v.out.Sent = append(v.out.Sent, lineage.SignalName(sig))
@@ -252,20 +252,20 @@ func (r *reaper) ended(v *victim) {
 	switch {
 	case v.killed:
 		v.out.Signal = "KILL"
-		r.end(v, Killed, v.why)
+		r.end(v, lineage.Killed, v.why)
 	case v.termed:
 		v.out.Signal = "TERM"
-		r.end(v, Terminated, "")
+		r.end(v, lineage.Terminated, "")
 	case v.confirmed:
-		r.end(v, Exited, "")
+		r.end(v, lineage.Exited, "")
 	default:
-		r.end(v, Vanished, fmt.Sprintf("pid %d had no live process with that identity when the reaper came", v.id.PID))
+		r.end(v, lineage.Vanished, fmt.Sprintf("pid %d had no live process with that identity when the reaper came", v.id.PID))
 	}
 }
 
-// end gives v its result; a victim already done only changes from Survived.
-func (r *reaper) end(v *victim, res Result, reason string) {
-	if v.done && v.out.Result != Survived {
+// end gives v its result; a victim already done only changes from lineage.Survived.
+func (r *reaper) end(v *victim, res lineage.Result, reason string) {
+	if v.done && v.out.Result != lineage.Survived {
 		return
 	}
 	if v.live {
@@ -275,7 +275,7 @@ func (r *reaper) end(v *victim, res Result, reason string) {
 	v.done = true
 	v.out.Result, v.out.Reason = res, reason
 	v.endedAt = r.now()
-	if res == Refused || res == Kept || res == Vanished {
+	if res == lineage.Refused || res == lineage.Kept || res == lineage.Vanished {
 		r.release(v)
 	}
 }
@@ -284,14 +284,14 @@ func (r *reaper) release(v *victim) {
 	if !v.pinned {
 		return
 	}
-	if v.stopped && (v.out.Result == Refused || v.out.Result == Kept || v.out.Result == Survived) {
+	if v.stopped && (v.out.Result == lineage.Refused || v.out.Result == lineage.Kept || v.out.Result == lineage.Survived) {
 		// Stopped by the reaper and not ended by it: never leave it stopped.
 		if r.sig.Send(v.pin, syscall.SIGCONT) == nil {
 			v.out.Sent = append(v.out.Sent, lineage.SignalName(syscall.SIGCONT))
 			v.stopped = false
 		}
 	}
-	if v.out.Status == nil && (v.out.Result == Exited || v.out.Result == Terminated || v.out.Result == Killed) {
+	if v.out.Status == nil && (v.out.Result == lineage.Exited || v.out.Result == lineage.Terminated || v.out.Result == lineage.Killed) {
 		if st, ok := r.sig.Status(v.pin); ok {
 			v.out.Status = &st
 		}

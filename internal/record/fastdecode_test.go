@@ -37,7 +37,7 @@ func writtenLines(tb testing.TB) [][]byte {
 	}
 	m := lineage.Member{Identity: id, Parent: p, Root: id, Comm: "x"}
 	_ = w.Leak(m, "root exited")
-	_ = w.Reap(reap.Report{Outcomes: []reap.Outcome{{Member: m, Sent: []string{"TERM", "KILL"}, Result: reap.Killed, Argv: []string{"x"}}, {Member: m, Result: reap.Kept, Reason: "rule"}}}, "deadline")
+	_ = w.Reap(reap.Report{Outcomes: []reap.Outcome{{Member: m, Sent: []string{"TERM", "KILL"}, Result: lineage.Killed, Argv: []string{"x"}}, {Member: m, Result: lineage.Kept, Reason: "rule"}}}, "deadline")
 	_ = w.LossOf(7, "events lost")
 	lines := bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n"))
 	return lines[1:]

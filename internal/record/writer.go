@@ -134,6 +134,14 @@ func (w *Writer) Keep(m lineage.Member, reason string) error {
 	return w.now(ev)
 }
 
+// Unkeep records that a keep that spared m ended (reason names it): from
+// then on, m is reaped like any other member.
+func (w *Writer) Unkeep(m lineage.Member, reason string) error {
+	ev := fromMember(KindUnkeep, m)
+	ev.Reason = reason
+	return w.now(ev)
+}
+
 // Loss records that the kernel could not deliver count events (the ring
 // buffer was full): the record has a gap there. A zero count is not written.
 func (w *Writer) Loss(count uint64) error { return w.LossOf(count, "") }
@@ -167,7 +175,7 @@ func (w *Writer) Reap(rep reap.Report, why string) error {
 
 // outcomeEvents are the events that stand for one reap outcome.
 func outcomeEvents(o reap.Outcome, why string) []Event {
-	if o.Result == reap.Kept {
+	if o.Result == lineage.Kept {
 		ev := fromMember(KindKeep, o.Member)
 		ev.Reason, ev.Result = o.Reason, string(o.Result)
 		return []Event{ev}

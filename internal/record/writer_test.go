@@ -67,7 +67,7 @@ func TestWriterRoundTrip(t *testing.T) {
 		w.Leak(lineage.Member{Identity: childID, Parent: rootID, Root: rootID}, "root exited"),
 		w.Loss(3),
 		w.Loss(0),
-		w.Reap(reap.Report{Outcomes: []reap.Outcome{{Member: lineage.Member{Identity: childID, Parent: rootID, Root: rootID}, Sent: []string{"TERM", "KILL"}, Result: reap.Killed}}}, "deadline"),
+		w.Reap(reap.Report{Outcomes: []reap.Outcome{{Member: lineage.Member{Identity: childID, Parent: rootID, Root: rootID}, Sent: []string{"TERM", "KILL"}, Result: lineage.Killed}}}, "deadline"),
 	}
 	for i, err := range steps {
 		if err != nil {

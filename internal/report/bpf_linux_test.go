@@ -14,6 +14,7 @@ import (
 
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/loader/bpf"
 	"github.com/lineage-dev/lineage/internal/reap"
 	"github.com/lineage-dev/lineage/internal/record"
 	"github.com/lineage-dev/lineage/internal/testutil"
@@ -25,7 +26,7 @@ import (
 // the tracker's losses. It returns the record.
 func recordJob(t *testing.T, script string) ([]byte, lineage.Identity) {
 	t.Helper()
-	b, err := loader.OpenBPF(nil)
+	b, err := bpf.Open(nil)
 	if err != nil && !errors.Is(err, loader.ErrUnavailable) {
 		t.Fatalf("open bpf: %v", err)
 	}
@@ -127,7 +128,7 @@ wait`, mark, long)
 		}
 		return true
 	})
-	if root == nil || root.Outcome != Exited || root.Exit.String() != "exit 0" {
+	if root == nil || root.Outcome != lineage.Exited || root.Exit.String() != "exit 0" {
 		t.Fatalf("root %+v", root)
 	}
 	for _, d := range []string{"0.3", "0.31", "0.32", "0.33"} {
@@ -151,14 +152,14 @@ wait`, mark, long)
 	if len(sleepers) != 2 {
 		t.Fatalf("daemons %+v", sleepers)
 	}
-	outcomes := map[Outcome]bool{}
+	outcomes := map[lineage.Result]bool{}
 	for _, d := range sleepers {
 		outcomes[d.Outcome] = true
 		if !d.Leaked || !d.Ended || find(rep, d.Parent) == nil || find(rep, d.Parent).Parent != root.ID {
 			t.Errorf("daemon %+v: want a leak whose lineage parent is a subshell of the root", d)
 		}
 	}
-	if !outcomes[Terminated] || !outcomes[Killed] {
+	if !outcomes[lineage.Terminated] || !outcomes[lineage.Killed] {
 		t.Errorf("daemon outcomes %v, want one terminated and one killed", outcomes)
 	}
 	if rep.Summary.Leaks != 2 || rep.Summary.Reaped != 2 || rep.Summary.Unended != 0 {

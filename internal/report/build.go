@@ -133,8 +133,8 @@ func (rep *Report) link(procs map[lineage.Identity]*Process) {
 		s.Processes++
 		s.Roots += b2i(p.IsRoot)
 		s.Leaks += b2i(p.Leaked)
-		s.Reaped += b2i(p.Outcome == Killed || p.Outcome == Terminated)
-		s.Kept += b2i(p.Outcome == Kept)
+		s.Reaped += b2i(p.Outcome == lineage.Killed || p.Outcome == lineage.Terminated)
+		s.Kept += b2i(p.Outcome == lineage.Kept)
 	}
 	byStart := func(a, b *Process) int {
 		return cmp.Or(cmp.Compare(a.Start, b.Start), lineage.Compare(a.ID, b.ID))
@@ -214,7 +214,7 @@ func (rep *Report) explain() {
 	s := rep.Summary
 	add := func(format string, args ...any) { rep.Unknowns = append(rep.Unknowns, fmt.Sprintf(format, args...)) }
 	for _, limit := range rep.Header.Limits {
-		add("%s", Clean(limit))
+		add("%s", lineage.Printable(limit))
 	}
 	if s.Lost > 0 {
 		add("events the kernel could not deliver: %d (in %d losses): processes, argv or ends may be missing", s.Lost, s.Losses)

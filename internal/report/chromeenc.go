@@ -5,6 +5,9 @@ import (
 	"math"
 	"slices"
 	"strconv"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/record"
 )
 
 // The trace's events are encoded by hand, byte for byte as encoding/json's
@@ -17,13 +20,13 @@ import (
 func appendEvent(b []byte, ev *traceEvent) ([]byte, error) {
 	var err error
 	b = append(b, `{"name":`...)
-	b = appendString(b, ev.Name)
+	b = record.AppendJSONString(b, ev.Name)
 	if ev.Cat != "" {
 		b = append(b, `,"cat":`...)
-		b = appendString(b, ev.Cat)
+		b = record.AppendJSONString(b, ev.Cat)
 	}
 	b = append(b, `,"ph":`...)
-	b = appendString(b, ev.Ph)
+	b = record.AppendJSONString(b, ev.Ph)
 	b = append(b, `,"ts":`...)
 	if b, err = appendFloat(b, ev.TS); err != nil {
 		return b, err
@@ -44,7 +47,7 @@ func appendEvent(b []byte, ev *traceEvent) ([]byte, error) {
 	}
 	if ev.BP != "" {
 		b = append(b, `,"bp":`...)
-		b = appendString(b, ev.BP)
+		b = record.AppendJSONString(b, ev.BP)
 	}
 	if len(ev.Args) > 0 {
 		b = append(b, `,"args":`...)
@@ -69,7 +72,7 @@ func appendArgs(b []byte, args map[string]any) ([]byte, error) {
 		} else {
 			b = append(b, ',')
 		}
-		b = appendString(b, k)
+		b = record.AppendJSONString(b, k)
 		b = append(b, ':')
 		if b, err = appendValue(b, args[k]); err != nil {
 			return b, err
@@ -81,9 +84,9 @@ func appendArgs(b []byte, args map[string]any) ([]byte, error) {
 func appendValue(b []byte, v any) ([]byte, error) {
 	switch v := v.(type) {
 	case string:
-		return appendString(b, v), nil
-	case Outcome:
-		return appendString(b, string(v)), nil
+		return record.AppendJSONString(b, v), nil
+	case lineage.Result:
+		return record.AppendJSONString(b, string(v)), nil
 	case int:
 		return strconv.AppendInt(b, int64(v), 10), nil
 	case uint32:
@@ -101,25 +104,12 @@ func appendValue(b []byte, v any) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, s)
+			b = record.AppendJSONString(b, s)
 		}
 		return append(b, ']'), nil
 	}
 	raw, err := json.Marshal(v)
 	return append(b, raw...), err
-}
-
-// appendString appends s quoted; encoding/json quotes what needs escaping.
-func appendString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			raw, _ := json.Marshal(s) // a string always encodes
-			return append(b, raw...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 // appendFloat appends f as encoding/json does; the exponent form is left

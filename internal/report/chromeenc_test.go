@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
 // TestAppendEventIsEncodingJSON holds the hand encoder to encoding/json's
@@ -16,7 +18,7 @@ func TestAppendEventIsEncodingJSON(t *testing.T) {
 		{Name: "m", Ph: "M", TS: neg, Args: map[string]any{"name": "x <y>", "sort_index": 3}},
 		{Name: "args", Ph: "X", TS: 123456.789, Args: map[string]any{
 			"pid": uint32(5), "start": uint64(1 << 63), "argv": []string(nil), "signals": []string{"TERM", "<KILL>"},
-			"outcome": Killed, "leaked": true, "end": "exit 0", "other": 1.5, "empty": []string{},
+			"outcome": lineage.Killed, "leaked": true, "end": "exit 0", "other": 1.5, "empty": []string{},
 		}},
 	}
 	for _, ev := range evs {

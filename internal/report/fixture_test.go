@@ -86,8 +86,8 @@ func fixture(tb testing.TB) []byte {
 	}
 	now = at(1200)
 	must(tb, w.Reap(reap.Report{Outcomes: []reap.Outcome{
-		{Member: lineage.Member{Identity: daemon, Parent: mk, Root: sh}, Sent: []string{"TERM", "KILL"}, Result: reap.Killed},
-		{Member: lineage.Member{Identity: dev, Parent: sh, Root: sh}, Result: reap.Kept, Reason: "keep rule: dev server"},
+		{Member: lineage.Member{Identity: daemon, Parent: mk, Root: sh}, Sent: []string{"TERM", "KILL"}, Result: lineage.Killed},
+		{Member: lineage.Member{Identity: dev, Parent: sh, Root: sh}, Result: lineage.Kept, Reason: "keep rule: dev server"},
 	}}, "root exited"))
 	now = at(1300)
 	must(tb, w.Event(lineage.Event{Kind: lineage.EventExit, Time: now, Process: daemon, Parent: mk, Root: sh, Status: lineage.ExitStatus(syscall.SIGKILL)}))

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
 // The HTML report's limits.
@@ -33,22 +35,22 @@ var dataMark = []byte("/*DATA*/")
 
 // htmlProcess is a Process as the page's script reads it.
 type htmlProcess struct {
-	PID      uint32   `json:"pid"`
-	Start    uint64   `json:"start"`
-	Parent   string   `json:"parent"`
-	Depth    int      `json:"depth"`
-	Argv     []string `json:"argv,omitempty"`
-	Comm     string   `json:"comm,omitempty"`
-	Exe      string   `json:"exe,omitempty"`
-	StartUS  int64    `json:"start_us"`
-	EndUS    int64    `json:"end_us"`
-	Ended    bool     `json:"ended"`
-	Exit     string   `json:"exit"`
-	Outcome  Outcome  `json:"outcome"`
-	Leaked   bool     `json:"leaked,omitempty"`
-	Signals  []string `json:"signals,omitempty"`
-	Reason   string   `json:"reason,omitempty"`
-	Redacted bool     `json:"redacted,omitempty"`
+	PID      uint32         `json:"pid"`
+	Start    uint64         `json:"start"`
+	Parent   string         `json:"parent"`
+	Depth    int            `json:"depth"`
+	Argv     []string       `json:"argv,omitempty"`
+	Comm     string         `json:"comm,omitempty"`
+	Exe      string         `json:"exe,omitempty"`
+	StartUS  int64          `json:"start_us"`
+	EndUS    int64          `json:"end_us"`
+	Ended    bool           `json:"ended"`
+	Exit     string         `json:"exit"`
+	Outcome  lineage.Result `json:"outcome"`
+	Leaked   bool           `json:"leaked,omitempty"`
+	Signals  []string       `json:"signals,omitempty"`
+	Reason   string         `json:"reason,omitempty"`
+	Redacted bool           `json:"redacted,omitempty"`
 }
 
 // htmlData is everything the page shows, inlined as JSON.

@@ -8,23 +8,6 @@ import (
 	"github.com/lineage-dev/lineage/internal/record"
 )
 
-// Outcome is how a process's story ended, as a report colours it.
-type Outcome string
-
-const (
-	// Exited: it ended with no signal from the reaper.
-	Exited Outcome = "exited"
-	// Terminated and Killed: the reaper ended it, by SIGTERM or SIGKILL.
-	Terminated Outcome = "terminated"
-	Killed     Outcome = "killed"
-	// Kept: it was spared on purpose.
-	Kept Outcome = "kept"
-	// Leaked: it outlived its root and nobody ended it.
-	Leaked Outcome = "leaked"
-	// Unknown: no end was recorded (events lost, or the record stops).
-	Unknown Outcome = "unknown"
-)
-
 // Process is everything the record says about one process.
 type Process struct {
 	ID     lineage.Identity `json:"process"`
@@ -53,12 +36,12 @@ type Process struct {
 	Signals []string `json:"signals,omitempty"`
 	Result  string   `json:"result,omitempty"`
 	// Leaked is set when the process was alive as its root ended.
-	Leaked    bool    `json:"leaked,omitempty"`
-	IsRoot    bool    `json:"is_root,omitempty"`
-	Untracked bool    `json:"untracked,omitempty"`
-	Contained bool    `json:"contained,omitempty"`
-	Reason    string  `json:"reason,omitempty"`
-	Outcome   Outcome `json:"outcome"`
+	Leaked    bool           `json:"leaked,omitempty"`
+	IsRoot    bool           `json:"is_root,omitempty"`
+	Untracked bool           `json:"untracked,omitempty"`
+	Contained bool           `json:"contained,omitempty"`
+	Reason    string         `json:"reason,omitempty"`
+	Outcome   lineage.Result `json:"outcome"`
 	// Track numbers the process's incarnation: 1 for the first process
 	// the record mentions, and so on; a reused pid gets a new one.
 	Track int `json:"track"`
@@ -96,6 +79,7 @@ func (p *Process) apply(ev record.Event) {
 	case record.KindExit:
 		p.Ended, p.End, p.Exit = true, ev.Boot, ev.Exit
 	case record.KindSignal:
+		p.kept = false
 		p.Signals = append(p.Signals, ev.Signal)
 		p.setResult(ev)
 		if len(p.Argv) == 0 && len(ev.Argv) > 0 {
@@ -104,6 +88,10 @@ func (p *Process) apply(ev record.Event) {
 	case record.KindKeep:
 		p.kept = true
 		p.setResult(ev)
+	case record.KindUnkeep:
+		// The last word on a process wins: a keep that ended spares
+		// nothing, and neither does a keep the reaper's signal followed.
+		p.kept, p.Result, p.Reason = false, "", ev.Reason
 	case record.KindLeak:
 		p.Leaked = true
 		if p.Reason == "" {
@@ -130,16 +118,16 @@ func (p *Process) setResult(ev record.Event) {
 func (p *Process) settle() {
 	switch {
 	case p.kept:
-		p.Outcome = Kept
+		p.Outcome = lineage.Kept
 	case len(p.Signals) > 0 && (p.Result == "killed" || p.Result != "terminated" && slices.Contains(p.Signals, "KILL")):
-		p.Outcome = Killed
+		p.Outcome = lineage.Killed
 	case len(p.Signals) > 0:
-		p.Outcome = Terminated
+		p.Outcome = lineage.Terminated
 	case p.Leaked:
-		p.Outcome = Leaked
+		p.Outcome = lineage.Leaked
 	case p.Ended:
-		p.Outcome = Exited
+		p.Outcome = lineage.Exited
 	default:
-		p.Outcome = Unknown
+		p.Outcome = lineage.Unknown
 	}
 }

@@ -52,7 +52,7 @@ func synthetic(tb testing.TB, out io.Writer, n, execs int) {
 	var rep reap.Report
 	for _, m := range leaks {
 		must(tb, w.Leak(m, "root exited"))
-		rep.Outcomes = append(rep.Outcomes, reap.Outcome{Member: m, Sent: []string{"TERM", "KILL"}, Result: reap.Killed})
+		rep.Outcomes = append(rep.Outcomes, reap.Outcome{Member: m, Sent: []string{"TERM", "KILL"}, Result: lineage.Killed})
 	}
 	must(tb, w.Reap(rep, "root exited"))
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
 // TextOptions tune [Report.WriteText].
@@ -62,12 +64,12 @@ func (t *textWriter) header() {
 		return
 	}
 	fmt.Fprintf(t.w, "record: %s v%d, lineage %s, host %s, kernel %s, started %s\n",
-		Clean(h.Schema), h.Version, Clean(h.Lineage), Clean(h.Host), Clean(h.Kernel), h.Started.UTC().Format(time.RFC3339))
+		lineage.Printable(h.Schema), h.Version, lineage.Printable(h.Lineage), lineage.Printable(h.Host), lineage.Printable(h.Kernel), h.Started.UTC().Format(time.RFC3339))
 	if len(h.Command) > 0 {
 		fmt.Fprintf(t.w, "command: %s\n", CommandLine(&Process{Argv: h.Command}))
 	}
 	if h.Backend != "" {
-		fmt.Fprintf(t.w, "backend: %s\n", Clean(h.Backend))
+		fmt.Fprintf(t.w, "backend: %s\n", lineage.Printable(h.Backend))
 	}
 }
 
@@ -107,19 +109,19 @@ func (t *textWriter) line(p *Process) {
 func (t *textWriter) end(p *Process) (string, string) {
 	reason := ""
 	if p.Reason != "" {
-		reason = " (" + Clean(p.Reason) + ")"
+		reason = " (" + lineage.Printable(p.Reason) + ")"
 	}
 	switch p.Outcome {
-	case Killed, Terminated:
+	case lineage.Killed, lineage.Terminated:
 		return fmt.Sprintf("reaped: %s, %s%s", strings.Join(p.Signals, "→"), p.Outcome, reason), styleReap
-	case Kept:
+	case lineage.Kept:
 		return "kept" + reason, styleKept
-	case Leaked:
+	case lineage.Leaked:
 		if p.Ended {
 			return "outlived its root, then " + p.Exit.String() + reason, styleLeak
 		}
 		return "still alive at the end of the record" + reason, styleLeak
-	case Exited:
+	case lineage.Exited:
 		return p.Exit.String(), ""
 	}
 	return "end unknown", ""
@@ -146,7 +148,7 @@ func (t *textWriter) footer() {
 	if len(t.rep.Problems) > 0 {
 		fmt.Fprintln(t.w, "problems with the record:")
 		for _, p := range t.rep.Problems {
-			fmt.Fprintf(t.w, "  %s\n", Clean(p.String()))
+			fmt.Fprintf(t.w, "  %s\n", lineage.Printable(p.String()))
 		}
 		if t.rep.Dropped > 0 {
 			fmt.Fprintf(t.w, "  and %d more\n", t.rep.Dropped)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -74,10 +76,10 @@ func TestTreeShape(t *testing.T) {
 	checks := []struct {
 		pid, parent uint32
 		depth       int
-		outcome     Outcome
+		outcome     lineage.Result
 	}{
-		{1000, 50, 0, Exited}, {1001, 1000, 1, Exited}, {1002, 1001, 2, Exited},
-		{1012, 1011, 4, Exited}, {1020, 1001, 2, Killed}, {1030, 1000, 1, Kept},
+		{1000, 50, 0, lineage.Exited}, {1001, 1000, 1, lineage.Exited}, {1002, 1001, 2, lineage.Exited},
+		{1012, 1011, 4, lineage.Exited}, {1020, 1001, 2, lineage.Killed}, {1030, 1000, 1, lineage.Kept},
 	}
 	for _, c := range checks {
 		p := got[c.pid]

@@ -1,6 +1,6 @@
 package server
 
-import "github.com/lineage-dev/lineage/internal/api"
+import "github.com/lineage-dev/lineage/api"
 
 // The API's wire types live in package api, so that a client links none
 // of the server; these names keep the server's code as it was.
@@ -23,9 +23,6 @@ type (
 
 // APIVersion is the version of the API, the /v1 of its paths.
 const APIVersion = api.APIVersion
-
-// Reported is the result of a member that was only reported.
-const Reported = api.Reported
 
 // The error codes, with the HTTP status each comes with.
 const (

@@ -8,14 +8,15 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/lineage-dev/lineage/internal/api"
-	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
 // Arms per process. A process arms itself for a session (POST /v1/arms);
@@ -31,6 +32,9 @@ import (
 // to what they are armed for. Its own lock; never held across a call to
 // the tracker.
 type armsState struct {
+	// ready is set once Server.tracker is: the tracker's first events
+	// (a pinned ring buffer's backlog) may come before.
+	ready    atomic.Bool
 	mu       sync.Mutex
 	next     uint32
 	cookies  map[uint32]*session
@@ -148,7 +152,7 @@ func (s *Server) arm(r *http.Request, p Peer) (int, any, error) {
 
 func armError(err error) error {
 	switch {
-	case errors.Is(err, job.ErrCantArm):
+	case errors.Is(err, tracker.ErrCantArm):
 		return errorf(http.StatusServiceUnavailable, CodeBadBackend, "%v", err)
 	case errors.Is(err, loader.ErrArmsFull):
 		return conflict("%v", err)
@@ -307,7 +311,7 @@ func (s *Server) claimArmed(se *session) {
 		if have {
 			continue
 		}
-		j, err := s.tracker.Resume(id, job.RegisterOptions{})
+		j, err := s.tracker.Resume(id, tracker.RegisterOptions{})
 		if err != nil {
 			s.note("lineage: session %s: armed root %s: %v\n", se.id, id, err)
 			continue
@@ -332,6 +336,9 @@ func (s *Server) syncEvents() {
 // them from its first fork; the root becomes the session's at the next
 // claim.
 func (s *Server) armedFork(ev lineage.Event) {
+	if !s.arms.ready.Load() {
+		return // an earlier daemon's arm: no session of this one's
+	}
 	armed, err := s.tracker.ArmedRoots()
 	if err != nil {
 		return
@@ -356,7 +363,7 @@ func (s *Server) rebindArmed(se *session, id lineage.Identity, label string, com
 	if !ok {
 		return Root{}, fmt.Errorf("register %s: %w", id, loader.ErrAlreadyTracked)
 	}
-	var j *job.Job
+	var j *tracker.Job
 	from := s.arms.sessionOf(cookie)
 	if from != nil {
 		if !from.visible(p) {
@@ -369,7 +376,7 @@ func (s *Server) rebindArmed(se *session, id lineage.Identity, label string, com
 		s.mu.Unlock()
 	}
 	if j == nil {
-		if j, err = s.tracker.Resume(id, job.RegisterOptions{Command: command}); err != nil {
+		if j, err = s.tracker.Resume(id, tracker.RegisterOptions{Command: command}); err != nil {
 			return Root{}, fmt.Errorf("register %s: %w", id, err)
 		}
 	}
@@ -390,7 +397,7 @@ func (s *Server) rebindArmed(se *session, id lineage.Identity, label string, com
 }
 
 // addClaimed makes j, the job of id, a root of se.
-func (s *Server) addClaimed(se *session, id lineage.Identity, j *job.Job, label string, command []string) (Root, error) {
+func (s *Server) addClaimed(se *session, id lineage.Identity, j *tracker.Job, label string, command []string) (Root, error) {
 	se.op.Lock()
 	defer se.op.Unlock()
 	rt := &root{job: j, label: label, added: time.Now(), command: command}

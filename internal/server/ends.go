@@ -10,6 +10,7 @@ import (
 	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
 func (s *Server) turnEnd(r *http.Request, p Peer) (int, any, error) {
@@ -48,7 +49,7 @@ func (s *Server) reportSession(r *http.Request, p Peer) (int, any, error) {
 			re.Warnings = append(re.Warnings, err.Error())
 		}
 		for _, l := range live {
-			re.Outcomes = append(re.Outcomes, se.outcome(l.Member, e.rt.label, l.Argv, l.Age, Reported, ""))
+			re.Outcomes = append(re.Outcomes, se.outcome(l.Member, e.rt.label, l.Argv, l.Age, lineage.Reported, ""))
 		}
 		out.Roots = append(out.Roots, re)
 	}
@@ -94,7 +95,7 @@ const parallelSettles = 64
 
 // end applies the policy for ev to each of se's roots, on behalf of uid,
 // and forgets the roots whose lineage is empty afterwards (all of them on
-// a session close). The roots are settled together (job.SettleAll: the
+// a session close). The roots are settled together (tracker.SettleAll: the
 // roots to reap are reaped as one, each member judged by its own root's
 // rules); the answer lists them in order. The caller saves the state.
 func (s *Server) end(ctx context.Context, se *session, ev policy.Event, uid uint32) Ended {
@@ -110,18 +111,18 @@ func (s *Server) endSparing(ctx context.Context, se *session, ev policy.Event, u
 	s.mu.Lock()
 	keeps := append(se.keepRules(), spare...)
 	s.mu.Unlock()
-	opts := job.SettleOptions{
+	opts := tracker.SettleOptions{
 		Input:  policy.Input{Kind: se.kind, Event: ev, Reaping: s.opts.Reaping},
 		Keep:   keeps,
 		Refuse: s.killRefuser(uid),
 		Reap:   job.ReapOptions{Linger: s.opts.Linger, Grace: s.opts.Grace},
 	}
 	roots := s.rootsOf(se)
-	jobs := make([]*job.Job, len(roots))
+	jobs := make([]*tracker.Job, len(roots))
 	for i, e := range roots {
 		jobs[i] = e.rt.job
 	}
-	reps := job.SettleAll(ctx, jobs, opts)
+	reps := tracker.SettleAll(ctx, jobs, opts)
 	ends := make([]RootEnd, len(roots))
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, parallelSettles)
@@ -209,11 +210,11 @@ func (s *Server) closeSparing(ctx context.Context, id string, uid uint32, spare 
 func (se *session) rootEnd(e rootEntry, rep *job.Report) RootEnd {
 	re := RootEnd{Root: e.id, Label: e.rt.label, Decision: rep.Decision, Outcomes: []Outcome{}, Warnings: rep.Warnings}
 	for _, l := range rep.Leftovers {
-		re.Outcomes = append(re.Outcomes, se.outcome(l.Member, e.rt.label, l.Argv, l.Age, Reported, ""))
+		re.Outcomes = append(re.Outcomes, se.outcome(l.Member, e.rt.label, l.Argv, l.Age, lineage.Reported, ""))
 	}
 	if rep.Reap != nil {
 		for _, o := range rep.Reap.Outcomes {
-			out := se.outcome(o.Member, e.rt.label, o.Argv, o.Age, string(o.Result), o.Reason)
+			out := se.outcome(o.Member, e.rt.label, o.Argv, o.Age, o.Result, o.Reason)
 			out.Signals = o.Sent
 			re.Outcomes = append(re.Outcomes, out)
 		}
@@ -222,7 +223,7 @@ func (se *session) rootEnd(e rootEntry, rep *job.Report) RootEnd {
 	return re
 }
 
-func (se *session) outcome(m lineage.Member, label string, argv []string, age time.Duration, result, reason string) Outcome {
+func (se *session) outcome(m lineage.Member, label string, argv []string, age time.Duration, result lineage.Result, reason string) Outcome {
 	return Outcome{
 		Process: m.Identity, Parent: m.Parent, Argv: argv, Label: label, Session: se.id,
 		Kind: se.kind.String(), Age: age, Result: result, Reason: reason,

@@ -71,6 +71,10 @@ func (h *hub) kept(session string, m lineage.Member, reason string) {
 	h.publish(item{session: session, write: func(w *record.Writer) error { return w.Keep(m, reason) }})
 }
 
+func (h *hub) unkept(session string, m lineage.Member, reason string) {
+	h.publish(item{session: session, write: func(w *record.Writer) error { return w.Unkeep(m, reason) }})
+}
+
 func (h *hub) publish(it item) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -10,8 +10,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
-	"github.com/lineage-dev/lineage/internal/api"
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
@@ -171,7 +172,7 @@ func TestHoldersNamesTheMembersHoldingAPipe(t *testing.T) {
 	}
 	l.do("POST", "/v1/sessions/held/close", nil, nil)
 	for _, s := range sleepers {
-		if !testutil.WaitGone(s.PID, s.StartTicks, testutil.WaitForTimeout) {
+		if !testutil.WaitGone(s.PID, s.StartTicks, 30*time.Second) {
 			t.Errorf("sleeper %d outlived its session's close", s.PID)
 		}
 	}
@@ -186,7 +187,7 @@ func sortedInts(v []int) []int {
 func waitSleepers(t *testing.T, mark string, n int) []testutil.Proc {
 	t.Helper()
 	var ps []testutil.Proc
-	testutil.WaitFor(t, "sleepers started", func() bool {
+	testutil.Eventually(t, 30*time.Second, "sleepers started", func() bool {
 		ps = testutil.Sleepers(mark)
 		return len(ps) >= n
 	})
@@ -233,7 +234,7 @@ func TestHoldersOfTheOtherEndOfASocket(t *testing.T) {
 	}
 	l.do("POST", "/v1/sessions/sock/close", nil, nil)
 	for _, s := range sleepers {
-		if !testutil.WaitGone(s.PID, s.StartTicks, testutil.WaitForTimeout) {
+		if !testutil.WaitGone(s.PID, s.StartTicks, 30*time.Second) {
 			t.Errorf("sleeper %d outlived its session's close", s.PID)
 		}
 	}

@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/testutil"
+	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
 // liveServer is a Server with a state directory, served on a socket in a
@@ -39,7 +39,7 @@ func startLiveServer(t *testing.T) *liveServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := Open(Options{Tracker: job.TrackerOptions{Backend: loader.BackendBPF}, StateDir: filepath.Join(dir, "state"), Grace: time.Second})
+	srv, err := Open(Options{Tracker: tracker.TrackerOptions{Backend: loader.BackendBPF}, StateDir: filepath.Join(dir, "state"), Grace: time.Second})
 	if err != nil {
 		ln.Close()
 		testutil.SkipWithoutBPF(t, err)

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/api"
+	"github.com/lineage-dev/lineage/api"
 )
 
 // DefaultSocket is where the daemon listens unless told otherwise.

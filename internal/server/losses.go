@@ -3,9 +3,9 @@ package server
 import (
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/record"
+	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
 // lossEvery is how often the tracker's loss counters are read for the
@@ -67,7 +67,7 @@ func (h *hub) losses(d loader.Stats) {
 		return
 	}
 	h.publish(item{everyStream: true, write: func(w *record.Writer) error {
-		job.WriteLosses(w, d)
+		tracker.WriteLosses(w, d)
 		return nil
 	}})
 }

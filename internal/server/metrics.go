@@ -15,7 +15,6 @@ import (
 	"github.com/lineage-dev/lineage/internal/buildinfo"
 	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/reap"
 )
 
 // metrics are the daemon's Prometheus series, in a registry of their own
@@ -54,7 +53,7 @@ func newMetrics(s *Server) *metrics {
 		Name: "lineage_reaped_processes_total",
 		Help: "Processes a reap dealt with, by how each ended.",
 	}, []string{"result"})
-	for _, r := range []reap.Result{reap.Exited, reap.Terminated, reap.Killed, reap.Kept, reap.Vanished, reap.Refused, reap.Survived} {
+	for _, r := range []lineage.Result{lineage.Exited, lineage.Terminated, lineage.Killed, lineage.Kept, lineage.Vanished, lineage.Refused, lineage.Survived} {
 		m.reaped.WithLabelValues(string(r))
 	}
 	m.signals = prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
 var (
@@ -41,7 +41,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.s
 	s.mu.Lock()
 	sessions, roots := len(s.sessions), 0
-	jobs := []*job.Job{}
+	jobs := []*tracker.Job{}
 	for _, se := range s.sessions {
 		roots += len(se.roots)
 		for _, rt := range se.roots {
@@ -66,7 +66,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descMapEntries, prometheus.GaugeValue, float64(members))
 		ch <- prometheus.MustNewConstMetric(descMapCapacity, prometheus.GaugeValue, float64(capacity))
 		ch <- prometheus.MustNewConstMetric(descTracked, prometheus.GaugeValue, float64(members))
-	case errors.Is(err, job.ErrNoFill):
+	case errors.Is(err, tracker.ErrNoFill):
 		// The proc backend: count each root's members.
 		n := 0
 		for _, j := range jobs {

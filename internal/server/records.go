@@ -11,10 +11,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/record"
+	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
 // DefaultRecordKeep is how many record files a record directory keeps
@@ -183,7 +183,7 @@ func (r *records) finish(id string) {
 	}
 	delete(r.open, id)
 	if st, err := r.s.tracker.Stats(); err == nil {
-		job.WriteLosses(sr.w, statsSince(st, sr.base))
+		tracker.WriteLosses(sr.w, statsSince(st, sr.base))
 	}
 	if err := sr.w.Close(); err != nil {
 		r.s.note("lineage: record %s: %v\n", sr.name, err)

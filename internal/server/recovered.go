@@ -4,9 +4,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
 // recoveredID is the id of the session that takes the roots a pinned
@@ -42,7 +42,7 @@ func (s *Server) adoptUnlisted() {
 	live := s.tracker.MembersOf(unlisted)
 	se := &session{id: s.recoveredID(), kind: policy.Interactive, label: recoveredLabel, opened: time.Now(), roots: make(map[lineage.Identity]*root)}
 	for _, id := range unlisted {
-		j, err := s.tracker.Resume(id, job.RegisterOptions{})
+		j, err := s.tracker.Resume(id, tracker.RegisterOptions{})
 		if err != nil {
 			s.note("lineage: unlisted root %s not recovered: %v\n", id, err)
 			continue

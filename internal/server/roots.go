@@ -7,9 +7,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
 // identityOf returns the identity of the live process pid, checked against
@@ -86,7 +86,7 @@ func (s *Server) register(se *session, id lineage.Identity, label string, comman
 	// the session's streams and record get the lineage's events from its
 	// first fork.
 	_, had := s.rootSession.LoadOrStore(id, se.id)
-	j, err := s.tracker.Register(id, job.RegisterOptions{Command: command})
+	j, err := s.tracker.Register(id, tracker.RegisterOptions{Command: command})
 	if err != nil {
 		if !had {
 			s.rootSession.Delete(id)

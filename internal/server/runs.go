@@ -6,10 +6,11 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/lineage-dev/lineage/internal/api"
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
 // EndRoot is the body of POST /v1/roots/{id}/end ([api.EndRoot]).
@@ -61,7 +62,7 @@ func (s *Server) endRoot(r *http.Request, p Peer) (int, any, error) {
 	if !reaping.Off && req.ReapingOff {
 		reaping = policy.Reaping{Off: true, By: req.ReapingBy}
 	}
-	opts := job.SettleOptions{
+	opts := tracker.SettleOptions{
 		Input:  policy.Input{Kind: se.kind, Event: ev, Reaping: reaping},
 		Refuse: s.killRefuser(p.UID),
 		Reap:   job.ReapOptions{Linger: req.Linger, Grace: req.Grace, Timeout: req.Timeout},
@@ -83,7 +84,7 @@ func (s *Server) endRoot(r *http.Request, p Peer) (int, any, error) {
 
 // settleRun settles e with the session's keeps, then forgets it,
 // serialised with se's other work.
-func (s *Server) settleRun(ctx context.Context, se *session, e rootEntry, opts job.SettleOptions) (*job.Report, error) {
+func (s *Server) settleRun(ctx context.Context, se *session, e rootEntry, opts tracker.SettleOptions) (*job.Report, error) {
 	se.op.Lock()
 	defer se.op.Unlock()
 	s.mu.Lock()

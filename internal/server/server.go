@@ -11,16 +11,16 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/proc"
+	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
 // Options configure a [Server].
 type Options struct {
 	// Tracker opens the host's one tracker; its OnEvent is the server's.
-	Tracker job.TrackerOptions
+	Tracker tracker.TrackerOptions
 	// StateDir holds the state file; "" keeps no state.
 	StateDir string
 	// Reaping is the kill switch, resolved (the environment wins).
@@ -40,7 +40,7 @@ type Options struct {
 // it, Serve it on a listener, Close it last. Closing kills nothing.
 type Server struct {
 	opts    Options
-	tracker *job.Tracker
+	tracker *tracker.Tracker
 	proc    proc.FS
 	hub     *hub
 	http    *http.Server
@@ -112,9 +112,10 @@ func Open(opts Options) (*Server, error) {
 		s.metrics.event(ev)
 		s.hub.event(ev)
 	}
-	if s.tracker, err = job.OpenTracker(topts); err != nil {
+	if s.tracker, err = tracker.OpenTracker(topts); err != nil {
 		return nil, err
 	}
+	s.arms.ready.Store(true)
 	if err := s.startRecords(); err != nil {
 		s.tracker.Close()
 		return nil, err

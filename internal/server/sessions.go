@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
 // session is one session's state. Its fields are guarded by Server.mu;
@@ -38,7 +38,7 @@ type session struct {
 
 // root is one registered root.
 type root struct {
-	job     *job.Job
+	job     *tracker.Job
 	label   string
 	command []string
 	added   time.Time

@@ -13,11 +13,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/proc"
+	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
 // stateVersion is the version of the state file's layout.
@@ -112,7 +112,7 @@ func (s *Server) save() {
 	}
 	s.mu.Lock()
 	st := savedState{Version: stateVersion, Boot: s.state.boot, NextID: s.nextID, Sessions: []Session{}}
-	jobs := make(map[lineage.Identity]*job.Job)
+	jobs := make(map[lineage.Identity]*tracker.Job)
 	for _, se := range s.sessions {
 		if se.closed {
 			continue
@@ -137,7 +137,7 @@ func (s *Server) save() {
 // saveMembers adds each root's live members to st, so that a restarted
 // daemon can find a lineage whose root exited while no daemon ran. A
 // pinned tracker needs none: its map keeps an exited root's lineage for
-// the next daemon ([job.Tracker.Resume]), so its saves skip the listing (a
+// the next daemon ([tracker.Tracker.Resume]), so its saves skip the listing (a
 // pass over the whole membership map, 0.3 ms at 65,536 entries, at every
 // registration).
 func saveMembers(st savedState, members map[lineage.Identity][]lineage.Member) {
@@ -329,7 +329,7 @@ func (f *stateFile) setAside(st savedState, snapshot, parsed bool, note func(str
 
 // restoreRoot takes id back as a root of se, as saved in r.
 func (s *Server) restoreRoot(se *session, id lineage.Identity, r Root) error {
-	j, err := s.tracker.Resume(id, job.RegisterOptions{Command: r.Command})
+	j, err := s.tracker.Resume(id, tracker.RegisterOptions{Command: r.Command})
 	if err != nil {
 		return err
 	}

@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
 // why answers GET /v1/why/{process}, where process is PID (a live process)
@@ -70,7 +70,7 @@ func (s *Server) whyIdentity(text string) (lineage.Identity, error) {
 
 // whyView is a job's chain as the API shows it. se's fields it reads
 // don't change after the session opens.
-func (se *session) whyView(id lineage.Identity, e rootEntry, steps []job.Step) Why {
+func (se *session) whyView(id lineage.Identity, e rootEntry, steps []tracker.Step) Why {
 	v := Why{Process: id, Session: se.id, Root: e.id, Label: e.rt.label, Chain: []WhyStep{}}
 	for _, st := range steps {
 		ws := WhyStep{

@@ -178,6 +178,18 @@ func CheckNoLeaks(tb testing.TB, token string) {
 	})
 }
 
+// KillAtCleanup registers a cleanup that kills, by identity, every live
+// process that carries token once the test is over: the test's own
+// processes, named by the token only it hands out.
+func KillAtCleanup(tb testing.TB, token string) {
+	tb.Helper()
+	tb.Cleanup(func() {
+		for _, p := range Find(token) {
+			KillIdentity(p.PID, p.StartTicks)
+		}
+	})
+}
+
 // WaitGone waits until the process (pid, start) is gone (or a zombie), up to
 // timeout, and reports whether it is.
 func WaitGone(pid int, start uint64, timeout time.Duration) bool {

@@ -1,0 +1,96 @@
+package bpf
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/loader"
+)
+
+// Stats implements Backend.
+func (b *Tracker) Stats() (loader.Stats, error) {
+	st := loader.Stats{Undecodable: b.undecodable.Load()}
+	fields := map[lineageStat]*uint64{
+		lineageStatSTAT_EVENTS_LOST:      &st.EventsLost,
+		lineageStatSTAT_MEMBERS_FULL:     &st.MembersFull,
+		lineageStatSTAT_FORKS:            &st.Forks,
+		lineageStatSTAT_EXECS:            &st.Execs,
+		lineageStatSTAT_EXITS:            &st.Exits,
+		lineageStatSTAT_CONTAINED:        &st.Contained,
+		lineageStatSTAT_SUPERVISOR_KILLS: &st.SupervisorKills,
+		lineageStatSTAT_SIGNAL_FAILED:    &st.SignalFailed,
+		lineageStatSTAT_STALE:            &st.Stale,
+		lineageStatSTAT_UNTRACKED_KILLED: &st.UntrackedKilled,
+		lineageStatSTAT_UID_SPARED:       &st.UIDSpared,
+	}
+	for key, dst := range fields {
+		var perCPU []uint64
+		if err := b.objs.Stats.Lookup(key, &perCPU); err != nil {
+			return loader.Stats{}, fmt.Errorf("read stats: %w", err)
+		}
+		for _, v := range perCPU {
+			*dst += v
+		}
+	}
+	for _, p := range []*ebpf.Program{b.objs.HandleFork, b.objs.HandleExec, b.objs.HandleExit} {
+		if p == nil {
+			continue // a Handoff holds maps only
+		}
+		ps, err := p.Stats()
+		if err != nil {
+			return loader.Stats{}, fmt.Errorf("read program stats: %w", err)
+		}
+		st.HookMisses += ps.RecursionMisses
+	}
+	return st, nil
+}
+
+// Run implements Backend.
+func (b *Tracker) Run(ctx context.Context, fn func(lineage.Event)) error {
+	// Wake the reader as soon as ctx is done, rather than at its next poll.
+	stop := context.AfterFunc(ctx, func() { _ = b.reader.Flush() })
+	defer stop()
+	var rec ringbuf.Record
+	// A Sync that began before a read that finds the ring empty is done.
+	defer b.syncs.release(^uint64(0))
+	for {
+		// A Sync that came while the last read waited needs a read that
+		// begins after it: one that doesn't wait.
+		synced, probe := b.syncs.seq(), b.syncs.pending()
+		done := ctx.Err() != nil
+		if done || probe {
+			// Deliver what is pending, then stop.
+			b.reader.SetDeadline(time.Now())
+		} else {
+			b.reader.SetDeadline(time.Now().Add(b.opts.Poll))
+		}
+		err := b.reader.ReadInto(&rec)
+		switch {
+		case err == nil:
+			ev, derr := decode(rec.RawSample)
+			if derr != nil {
+				// Only a mismatch between this binary and the loaded
+				// objects can cause it: count it, never fail on it.
+				b.undecodable.Add(1)
+				continue
+			}
+			fn(ev)
+		case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, ringbuf.ErrFlushed):
+			b.syncs.release(synced)
+			if done {
+				return nil
+			}
+		case errors.Is(err, ringbuf.ErrClosed):
+			return nil
+		default:
+			return fmt.Errorf("read events: %w", err)
+		}
+	}
+}

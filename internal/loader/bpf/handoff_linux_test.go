@@ -1,0 +1,91 @@
+package bpf
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/testutil"
+)
+
+func TestHandoffKeepsTrackingAfterTheLoaderCloses(t *testing.T) {
+	b := openBPF(t, nil)
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	// The job forks only once the loader is gone.
+	id, _ := spawn(t, b, fmt.Sprintf("sleep 0.3; setsid sleep %[1]s & sleep %[1]s", testutil.Sleep(mark)), loader.RootOptions{})
+	files, err := b.HandoffFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 2 + len(b.links); len(files) != want {
+		t.Fatalf("%d handoff files, want %d", len(files), want)
+	}
+	h, err := OpenHandoff(files, b.Containment())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	t.Cleanup(func() {
+		ms, _ := h.Members(id)
+		for _, m := range ms {
+			testutil.KillIdentity(int(m.PID), m.StartTicks)
+		}
+	})
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	waitFor(t, "two sleepers", 5*time.Second, func() bool { return len(testutil.Sleepers(mark)) == 2 })
+	var ms []lineage.Member
+	waitFor(t, "the sleepers as members", 5*time.Second, func() bool {
+		ms, err = h.Members(id)
+		return err == nil && len(ms) == 3
+	})
+	for _, m := range ms {
+		if m.Root != id {
+			t.Errorf("member %s has root %s, want %s", m.Identity, m.Root, id)
+		}
+	}
+	how, err := h.Contain(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := b.Containment(); how != want {
+		t.Errorf("containment %q, want %q", how, want)
+	}
+	if _, err := h.Contain(lineage.Identity{PID: id.PID, StartTicks: id.StartTicks + 1}); !errors.Is(err, loader.ErrNotRoot) {
+		t.Errorf("contain with a wrong start time: %v, want ErrNotRoot", err)
+	}
+}
+
+func TestOpenHandoffRejectsWhatIsNotOurMaps(t *testing.T) {
+	for n := range 3 {
+		var files []*os.File
+		for range n {
+			r, w, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.Close()
+			files = append(files, r)
+		}
+		if _, err := OpenHandoff(files, lineage.ContainKernelForker); !errors.Is(err, lineage.ErrInvalid) {
+			t.Errorf("%d pipes: %v, want ErrInvalid", n, err)
+		}
+	}
+	b := openBPF(t, nil)
+	files, err := b.HandoffFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The maps swapped: each is a hash, but of the other's values.
+	files[0], files[1] = files[1], files[0]
+	if _, err := OpenHandoff(files, lineage.ContainKernelForker); !errors.Is(err, lineage.ErrInvalid) {
+		t.Errorf("swapped maps: %v, want ErrInvalid", err)
+	}
+}

@@ -1,0 +1,98 @@
+package bpf
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+)
+
+// layoutFingerprints records, for each LayoutVersion, the fingerprint of
+// what a pinned set shares between one binary and the next. A change to
+// the maps or to the records in bpf/lineage.h changes the fingerprint: bump
+// LayoutVersion, and record the new one here.
+var layoutFingerprints = map[uint32]string{
+	// Layout 1 never shipped before the kill-uid stat joined it: its
+	// fingerprint includes STAT_UID_SPARED.
+	1: "a01ec1e08a50febfb6e0a6f01bb79414919152035e9a5ba9975ba27341dfde25",
+	// Layout 2: the arms map and arms_count (per-process arms), the
+	// roots' cookie where layout 1 had padding, ROOT_F_ARMED and
+	// EVENT_F_ARMED. A layout 1 set migrates: its roots and members have
+	// the same sizes, and its roots' padding was zero.
+	2: "1c814fe93b7b80618b42555abe296773479c68488beba870d7b37c174b5d3b04",
+}
+
+func TestLayoutVersionNamesTheLayout(t *testing.T) {
+	var b strings.Builder
+	for _, load := range []func() (*ebpf.CollectionSpec, error){loadLineage, loadLineageCompat} {
+		spec, err := load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		describeLayout(t, &b, spec)
+	}
+	got := fmt.Sprintf("%x", sha256.Sum256([]byte(b.String())))
+	if want := layoutFingerprints[LayoutVersion]; got != want {
+		t.Errorf("layout %d has fingerprint %s, recorded %q: the pinned layout changed; bump LayoutVersion and record the new fingerprint\n%s",
+			LayoutVersion, got, want, b.String())
+	}
+}
+
+// describeLayout writes the shape of spec's pinned maps and shared records.
+func describeLayout(t *testing.T, b *strings.Builder, spec *ebpf.CollectionSpec) {
+	t.Helper()
+	names := make([]string, 0, len(pinnedMaps))
+	for name := range pinnedMaps {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		m := spec.Maps[name]
+		fmt.Fprintf(b, "map %s %v key %d value %d flags %#x\n", name, m.Type, m.KeySize, m.ValueSize, m.Flags)
+		if m.Value != nil {
+			describeType(b, m.Value)
+		}
+	}
+	for _, name := range []string{"event", "member", "root"} {
+		var s *btf.Struct
+		if err := spec.Types.TypeByName(name, &s); err != nil {
+			t.Fatalf("struct %s: %v", name, err)
+		}
+		describeType(b, s)
+	}
+	for _, name := range []string{"event_kind", "event_flag", "root_flag", "member_flag", "stat"} {
+		var e *btf.Enum
+		if err := spec.Types.TypeByName(name, &e); err != nil {
+			t.Fatalf("enum %s: %v", name, err)
+		}
+		describeType(b, e)
+	}
+}
+
+func describeType(b *strings.Builder, typ btf.Type) {
+	switch v := typ.(type) {
+	case *btf.Struct:
+		fmt.Fprintf(b, "struct %s %d\n", v.Name, v.Size)
+		for _, m := range v.Members {
+			size, _ := btf.Sizeof(m.Type)
+			fmt.Fprintf(b, "  %s @%d %d bits %d\n", m.Name, m.Offset, size, m.BitfieldSize)
+		}
+	case *btf.Datasec:
+		fmt.Fprintf(b, "datasec %s %d\n", v.Name, v.Size)
+		for _, vs := range v.Vars {
+			fmt.Fprintf(b, "  %s @%d %d\n", vs.Type.TypeName(), vs.Offset, vs.Size)
+		}
+	case *btf.Enum:
+		fmt.Fprintf(b, "enum %s\n", v.Name)
+		for _, val := range v.Values {
+			fmt.Fprintf(b, "  %s = %d\n", val.Name, val.Value)
+		}
+	default:
+		size, _ := btf.Sizeof(typ)
+		fmt.Fprintf(b, "%s %d\n", typ.TypeName(), size)
+	}
+}
