@@ -130,6 +130,8 @@ class LineagePlugin:
         self.item: pytest.Item | None = None
         self.fixtures: dict[int, _Owner] = {}
         self.left_open: list[str] = []
+        # A test's session that ended clean, for the next test.
+        self.reusable: str | None = None
         # What the summary shows: (nodeid, [property values]) in order.
         self.leaks: list[tuple[str, str, str]] = []
         self.check()
@@ -180,27 +182,44 @@ class LineagePlugin:
             self.problem = "arming failed (%s)" % e
             self.say_once()
 
-    def end(self, owner: _Owner) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def end(self, owner: _Owner, reuse: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Ends owner's session as the options say: its leftovers and the
-        allowed among them."""
+        allowed among them. With reuse (a test's session), a session that
+        ends with nothing left in it serves the next test: its turn end
+        forgot its roots, and the arm stays, so a clean test costs one
+        call."""
         was_armed = self.armed == owner.session
-        if self.reap:
-            if owner.allow:
-                for o in self.client.report(owner.session).outcomes:
-                    if _allowed(owner.allow, o.get("argv") or []):
-                        self.client.keep(o["process"])
+        if self.reap and owner.allow:
+            for o in self.client.report(owner.session).outcomes:
+                if _allowed(owner.allow, o.get("argv") or []):
+                    self.client.keep(o["process"])
+        if reuse:
+            # A turn end: an autonomous session's leftovers are reaped
+            # (--lineage-reap), an interactive one's reported; roots with
+            # nothing left are forgotten.
+            outcomes = self.client.turn_end(owner.session).outcomes
+        elif self.reap:
             outcomes = self.client.session_close(owner.session).outcomes  # disarms too
         else:
             outcomes = self.client.report(owner.session).outcomes
-            if not outcomes:
-                self.client.session_close(owner.session)  # disarms too
-            else:
-                # Left open, its leftovers running, until the run ends;
-                # nothing more may join it.
-                self.left_open.append(owner.session)
-                if was_armed:
-                    self.client.disarm()
-        if was_armed:
+        live = [o for o in outcomes if o.get("result") in ("reported", "kept", "survived", "refused")]
+        if reuse and not live:
+            self.reusable = owner.session
+        elif reuse and self.reap:
+            # What it keeps stays its: a fresh session for the next test.
+            self.client.session_close(owner.session)
+            self.reusable = None
+        elif not self.reap and not live:
+            self.client.session_close(owner.session)  # disarms too
+        elif not self.reap:
+            # Left open, its leftovers running, until the run ends;
+            # nothing more may join it.
+            self.left_open.append(owner.session)
+            if was_armed:
+                self.client.disarm()
+            if reuse:
+                self.reusable = None
+        if was_armed and self.reusable != owner.session:
             self.armed = None
         left = [o for o in outcomes if o.get("result") in _LEFT]
         allowed = [o for o in left if o.get("result") == "kept" or _allowed(owner.allow, o.get("argv") or [])]
@@ -213,7 +232,8 @@ class LineagePlugin:
         if self.active:
             mark = item.get_closest_marker("lineage")
             allow = mark.kwargs.get("allow") if mark is not None else None
-            owner = _Owner(self.next_session("t"), item.nodeid, allow)
+            owner = _Owner(self.reusable or self.next_session("t"), item.nodeid, allow)
+            self.reusable = None
             self.stack = [owner]
             self.item = item
             self.arm(owner)
@@ -228,7 +248,7 @@ class LineagePlugin:
             return
         owner = self.stack[0]
         try:
-            leaks, allowed = self.end(owner)
+            leaks, allowed = self.end(owner, reuse=True)
         except LineageError as e:
             self.problem = "the daemon failed at teardown (%s)" % e
             self.say_once()
@@ -298,6 +318,9 @@ class LineagePlugin:
         if self.problem is not None or self.controller:
             return
         try:
+            if self.reusable is not None:
+                self.client.session_close(self.reusable)  # disarms too
+                self.armed = self.reusable = None
             self.arm(None)
             # Without --lineage-reap nothing is signalled: the leftovers
             # run on, untracked.
