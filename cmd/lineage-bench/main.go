@@ -17,7 +17,10 @@
 //   - the sidecar's: `lineage exec -- true` over `true`, registering a
 //     process with 1,000 descendants, closing a session of 100 roots with
 //     10 leftovers each beside the pidfd floor for 1,000, and the daemon's
-//     RSS idle and with 10,000 members.
+//     RSS idle and with 10,000 members;
+//   - with -only clients, the Python client's Client.run(["true"]) over
+//     subprocess.run(["true"]), and the pytest plugin's cost per test on
+//     1,000 trivial tests (clients_linux.go).
 //
 // It needs root (the BPF tracker) and gcc (the spawner is a small C program,
 // so that the Go runtime's own fork cost doesn't blur the figures).
@@ -51,27 +54,24 @@ func main() {
 	recordOnly := flag.Bool("record", false, "measure only what `lineage run --record` costs the spawner")
 	reapRounds := flag.Int("reap-rounds", 3, "interleaved rounds per reap figure")
 	reapSizes := flag.String("reap-sizes", "10,100,300,1000,5000", "the numbers of leftovers the reap is measured at")
-	only := flag.String("only", "", `"reap": measure the reap latency alone; "daemon": lineage run through a daemon against standalone; "serve": the sidecar's figures alone`)
+	only := flag.String("only", "", `"reap": measure the reap latency alone; "daemon": lineage run through a daemon against standalone; "serve": the sidecar's figures alone; "clients": the Python client's and the pytest plugin's`)
+	cf := clientFlags()
 	sb := serveFlags()
 	fr := forkFlags()
 	flag.Parse()
-	if *only == "serve" {
-		fmt.Printf("## lineage benchmarks\n\n%s\n\n%s\n\n", machine(), binaries(*lineageBin))
-		benchServe(*lineageBin, *sb)
-		return
-	}
-	if *only == "daemon" {
-		fmt.Printf("## lineage benchmarks\n\n%s\n\n%s\n\n", machine(), binaries(*lineageBin))
-		benchDaemon(*lineageBin, *runs, *fr)
-		return
-	}
 	sizes, err := parseSizes(*reapSizes)
 	if err != nil {
 		fail(err)
 	}
-	if *only == "reap" {
+	alone := map[string]func(){
+		"serve":   func() { benchServe(*lineageBin, *sb) },
+		"clients": func() { benchClients(*lineageBin, *cf) },
+		"daemon":  func() { benchDaemon(*lineageBin, *runs, *fr) },
+		"reap":    func() { benchReap(*lineageBin, sizes, *reapRounds) },
+	}
+	if bench, ok := alone[*only]; ok {
 		fmt.Printf("## lineage benchmarks\n\n%s\n\n%s\n\n", machine(), binaries(*lineageBin))
-		benchReap(*lineageBin, sizes, *reapRounds)
+		bench()
 		return
 	}
 

@@ -63,6 +63,7 @@ func TestMain(m *testing.M) {
 	}
 	frontBin, trackerBin = filepath.Join(dir, "lineage"), filepath.Join(dir, "lineage-tracker")
 	code := m.Run()
+	removeVenv()
 	if built {
 		os.RemoveAll(dir)
 	}
