@@ -19,7 +19,7 @@ func newCmdEvents(s cli.Streams) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c := client.New(client.Socket(o.Socket))
 			defer c.Close()
-			body, err := c.Stream(cmd.Context(), client.Query("/v1/events", "session", session))
+			body, err := c.Events(cmd.Context(), session)
 			if err != nil {
 				return err
 			}

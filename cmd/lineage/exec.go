@@ -72,8 +72,8 @@ func runExec(o *execOptions, args []string) error {
 	req := api.AddRoot{PID: int64(self.PID), Start: self.StartTicks, Session: o.Session, Kind: o.Kind, Label: o.Label, Command: args}
 	// One call on a connection of its own, before the process becomes
 	// COMMAND: no HTTP transport, so no goroutine or thread is started.
-	var root api.Root
-	if err := client.Once(client.Socket(o.Socket), "POST", "/v1/roots", req, &root); err != nil {
+	root, err := client.AddRootOnce(client.Socket(o.Socket), req)
+	if err != nil {
 		return fmt.Errorf("exec: register: %w", err)
 	}
 	if o.JSON {

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/cli"
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
@@ -29,8 +31,9 @@ func newCmdSessionOpen(s cli.Streams) *cobra.Command {
 				}
 				req.Owner = &id
 			}
-			var out api.Session
-			return o.call(cmd.Context(), "POST", "/v1/sessions", req, &out, func(w io.Writer) { linef(w, "%s", out.ID) })
+			return answer(cmd.Context(), o, func(c *client.Client, ctx context.Context) (api.Session, error) {
+				return c.OpenSession(ctx, req)
+			}, func(w io.Writer, out api.Session) { linef(w, "%s", out.ID) })
 		},
 	}
 	o.flags(cmd)

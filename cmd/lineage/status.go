@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/cli"
 )
 
@@ -18,8 +19,7 @@ func newCmdStatus(s cli.Streams) *cobra.Command {
 		Short: "Ask the daemon on its socket whether it answers (exit 0), and how it is set",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var out api.Status
-			return o.call(cmd.Context(), "GET", "/v1/status", nil, &out, func(w io.Writer) {
+			return answer(cmd.Context(), o, (*client.Client).Status, func(w io.Writer, out api.Status) {
 				linef(w, "api %d\treaping %s\t%d sessions", out.API, out.Reaping, out.Sessions)
 			})
 		},

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"io"
-	"net/url"
+	"context"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/cli"
 )
 
@@ -23,8 +23,9 @@ func newCmdTurnEnd(s cli.Streams) *cobra.Command {
 		Short: "End a turn: an autonomous session's processes are reaped, an interactive one's reported",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var out api.Ended
-			return o.call(cmd.Context(), "POST", "/v1/sessions/"+url.PathEscape(args[0])+"/turn-end", nil, &out, func(w io.Writer) { printEnded(w, out) })
+			return answer(cmd.Context(), o, func(c *client.Client, ctx context.Context) (api.Ended, error) {
+				return c.TurnEnd(ctx, args[0])
+			}, printEnded)
 		},
 	}
 	o.flags(cmd)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -62,8 +61,7 @@ func whyRun(ctx context.Context, o *whyOptions) error {
 	}
 	c := client.New(client.Socket(o.Socket))
 	defer c.Close()
-	var out api.Why
-	err := c.Do(ctx, http.MethodGet, "/v1/why/"+url.PathEscape(o.Process), nil, &out)
+	out, err := c.Why(ctx, o.Process)
 	if err == nil {
 		if o.JSON {
 			return writeJSONTo(o.s.Out, out)
