@@ -45,9 +45,19 @@ type Process struct {
 	// Track numbers the process's incarnation: 1 for the first process
 	// the record mentions, and so on; a reused pid gets a new one.
 	Track int `json:"track"`
+	// Missing are the process's events that the record should hold but
+	// lost in a gap (fork, exec, exit), as the report places them.
+	Missing []record.Kind `json:"missing,omitempty"`
 
 	kept     bool
 	children []*Process
+	// lastSeen is the time of the last event about the process.
+	lastSeen time.Duration
+	// descendants and leaksBelow count the processes and the leaks of the
+	// process's subtree (leaksBelow counts the process itself).
+	descendants, leaksBelow int
+	// outlived is set when the process was alive at its root's exit.
+	outlived bool
 }
 
 // Lifetime is how long the process lived, as far as the record knows.
@@ -60,6 +70,7 @@ func (p *Process) Lifetime() time.Duration {
 
 // apply folds one event into p.
 func (p *Process) apply(ev record.Event) {
+	p.lastSeen = max(p.lastSeen, ev.Boot)
 	if p.Parent.IsZero() {
 		p.Parent = ev.Parent
 	}
