@@ -126,7 +126,7 @@ func (t *textWriter) node(p *Process, lead, indent string, depth int) {
 		kids = onLeakPaths(kids)
 	}
 	if len(kids) > 0 && t.opts.Levels > 0 && depth+1 >= t.opts.Levels {
-		t.w.WriteString(t.style(styleDim, t.childLead(indent, depth, true) + cutOff(p)))
+		t.w.WriteString(t.style(styleDim, t.childLead(indent, depth, true)+cutOff(p)))
 		t.w.WriteByte('\n')
 		return
 	}
