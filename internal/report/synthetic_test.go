@@ -59,7 +59,7 @@ func synthetic(tb testing.TB, out io.Writer, n, execs int) {
 
 // suiteFacts are what a test needs to know of a suite record.
 type suiteFacts struct {
-	processes, leaks, kept int
+	processes, leaks, kept, killed, lost int
 	// missing are the processes the gap took events from, and which.
 	missing map[lineage.Identity][]record.Kind
 }
@@ -185,6 +185,9 @@ func suite(tb testing.TB, out io.Writer, n int) suiteFacts {
 	must(tb, w.LossIn(uint64(lost), "events lost", record.Gap{From: gapFrom, To: gapTo, Members: []record.LostMember{
 		{Process: execLost, Kinds: []record.Kind{record.KindExec}}, {Process: ghost},
 	}}))
-	facts.leaks, facts.kept = len(leaks), len(kept)
+	facts.leaks, facts.kept, facts.lost = len(leaks), len(kept), lost
+	for _, o := range rep.Outcomes {
+		facts.killed += b2i(o.Result == lineage.Killed)
+	}
 	return facts
 }
