@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/record"
@@ -31,29 +32,56 @@ var page []byte
 // dataMark is where the page takes its data.
 var dataMark = []byte("/*DATA*/")
 
-// htmlProcess is a Process as the page's script reads it. Up is the index
-// of its lineage parent in the page's list (-1 for a top, whose parent,
-// outside the record, is named by Parent).
+// htmlProcess is a Process as the page's script reads it, without what is
+// usual, since a page holds thousands: Up is the index of its lineage
+// parent in the page's list (-1 for a top, whose parent, outside the
+// record, is named by Parent; the depth follows from Up); Outcome is left
+// out when "exited", Exit when "exit 0", Exe when it is argv[0]; Open marks
+// a process whose end the record lacks. Comm is given only without argv.
 type htmlProcess struct {
 	PID      uint32         `json:"pid"`
 	Start    uint64         `json:"start"`
 	Up       int            `json:"up"`
 	Parent   string         `json:"parent,omitempty"`
-	Depth    int            `json:"depth"`
 	Argv     []string       `json:"argv,omitempty"`
 	Comm     string         `json:"comm,omitempty"`
 	Exe      string         `json:"exe,omitempty"`
 	StartUS  int64          `json:"start_us"`
 	EndUS    int64          `json:"end_us"`
-	Ended    bool           `json:"ended,omitempty"`
+	Open     bool           `json:"open,omitempty"`
 	Exit     string         `json:"exit,omitempty"`
-	Outcome  lineage.Result `json:"outcome"`
+	Outcome  lineage.Result `json:"outcome,omitempty"`
 	Leaked   bool           `json:"leaked,omitempty"`
 	Outlived bool           `json:"outlived,omitempty"`
 	Signals  []string       `json:"signals,omitempty"`
 	Reason   string         `json:"reason,omitempty"`
 	Redacted bool           `json:"redacted,omitempty"`
 	Missing  []record.Kind  `json:"missing,omitempty"`
+}
+
+// htmlProcessOf is p as the page reads it; up is its parent's index.
+func htmlProcessOf(rep *Report, p *Process, up int) htmlProcess {
+	hp := htmlProcess{
+		PID: p.ID.PID, Start: p.ID.StartTicks, Up: up, Argv: p.Argv, Exe: p.Exe,
+		StartUS: (p.Start - rep.First).Microseconds(), EndUS: (p.End - rep.First).Microseconds(),
+		Open: !p.Ended, Outcome: p.Outcome, Leaked: p.Leaked, Outlived: p.outlived,
+		Signals: p.Signals, Reason: p.Reason, Redacted: p.Redacted, Missing: p.Missing,
+	}
+	if up < 0 {
+		hp.Parent = p.Parent.String()
+	}
+	if len(p.Argv) == 0 {
+		hp.Comm = p.Comm
+	} else if p.Exe == p.Argv[0] && strings.HasPrefix(p.Exe, "/") {
+		hp.Exe = ""
+	}
+	if p.Outcome == lineage.Exited {
+		hp.Outcome = ""
+	}
+	if exit := p.Exit.String(); p.Ended && exit != "exit 0" {
+		hp.Exit = exit
+	}
+	return hp
 }
 
 // htmlEntry is an entry of the highlights as the page reads it: the
@@ -105,25 +133,11 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 	rep.Walk(func(p *Process) bool {
 		index[p] = len(d.Processes)
 		ups = append(ups[:p.Depth], p)
-		hp := htmlProcess{
-			PID: p.ID.PID, Start: p.ID.StartTicks, Up: -1, Depth: p.Depth,
-			Argv: p.Argv, Exe: p.Exe,
-			StartUS: (p.Start - rep.First).Microseconds(), EndUS: (p.End - rep.First).Microseconds(),
-			Ended: p.Ended, Outcome: p.Outcome, Leaked: p.Leaked, Outlived: p.outlived,
-			Signals: p.Signals, Reason: p.Reason, Redacted: p.Redacted, Missing: p.Missing,
-		}
+		up := -1
 		if p.Depth > 0 {
-			hp.Up = index[ups[p.Depth-1]]
-		} else {
-			hp.Parent = p.Parent.String()
+			up = index[ups[p.Depth-1]]
 		}
-		if len(p.Argv) == 0 {
-			hp.Comm = p.Comm
-		}
-		if p.Ended {
-			hp.Exit = p.Exit.String()
-		}
-		d.Processes = append(d.Processes, hp)
+		d.Processes = append(d.Processes, htmlProcessOf(rep, p, up))
 		return true
 	})
 	h := rep.Highlights
