@@ -30,6 +30,8 @@ enum event_flag {
 	EVENT_F_ARGS_TRUNCATED = 1 << 3,
 	/* uid and euid hold the process's credentials after the exec */
 	EVENT_F_CREDS = 1 << 4,
+	/* the root was forked by an armed process: its roots entry names the arm */
+	EVENT_F_ARMED = 1 << 5,
 };
 
 /* root.flags */
@@ -42,6 +44,8 @@ enum root_flag {
 	 * the root it meant to start and drops any other (the Go runtime may
 	 * fork a probe process of its own during the same start) */
 	ROOT_F_SPAWNING = 1 << 2,
+	/* forked by an armed process (the arms map): cookie names the arm */
+	ROOT_F_ARMED = 1 << 3,
 };
 
 /* member.flags */
@@ -97,6 +101,19 @@ struct member {
 struct root {
 	__u64 start;
 	enum root_flag flags;
+	__u32 cookie; /* ROOT_F_ARMED: the arm's cookie at the fork; 0 otherwise */
+};
+
+/*
+ * The value of the arms map, keyed by the armed process's thread-group id:
+ * whatever that process forks, from any of its threads, while it is not a
+ * member, is a new root carrying cookie. start is the armed process's own,
+ * so that an entry left for a process that is gone can't arm a stranger
+ * that got its pid.
+ */
+struct arm {
+	__u64 start;
+	__u32 cookie;
 	__u32 _pad;
 };
 

@@ -28,7 +28,9 @@ func TestMain(m *testing.M) {
 	}
 	switch mode := os.Getenv(testModeEnv); mode {
 	case "":
-		os.Exit(m.Run())
+		code := m.Run()
+		removeVenv()
+		os.Exit(code)
 	case "lineage":
 		os.Exit(execute(os.Args[1:]))
 	case "agent-host":

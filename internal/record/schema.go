@@ -20,7 +20,8 @@ type Kind string
 
 // The event kinds. fork, exec and exit come from the tracker; signal, keep,
 // unkeep and leak from the job's end and its reap; loss from the tracker's
-// counters. Version 2 added unkeep.
+// counters; end closes a sidecar's event stream filtered to a session that
+// closed. Version 2 added unkeep.
 const (
 	KindFork   Kind = "fork"
 	KindExec   Kind = "exec"
@@ -30,12 +31,13 @@ const (
 	KindUnkeep Kind = "unkeep"
 	KindLeak   Kind = "leak"
 	KindLoss   Kind = "loss"
+	KindEnd    Kind = "end"
 )
 
 // Known reports whether k is a kind this version of the schema defines.
 func (k Kind) Known() bool {
 	switch k {
-	case KindFork, KindExec, KindExit, KindSignal, KindKeep, KindUnkeep, KindLeak, KindLoss:
+	case KindFork, KindExec, KindExit, KindSignal, KindKeep, KindUnkeep, KindLeak, KindLoss, KindEnd:
 		return true
 	}
 	return false

@@ -45,7 +45,7 @@ type cdpMessage struct {
 	} `json:"error"`
 }
 
-// cdpTimeout bounds each call to the browser (scaled by testutil.Slow).
+// cdpTimeout bounds each call to the browser (scaled by testutil.WaitScale).
 const cdpTimeout = 120 * time.Second
 
 // startDevtools starts a headless Chromium with a window of width×height
@@ -131,8 +131,8 @@ func (d *devtools) call(method string, params, out any) {
 		}
 	case <-d.closed:
 		d.tb.Fatalf("devtools %s: the browser closed the pipe\n%s", method, d.stderr.String())
-	case <-time.After(cdpTimeout * testutil.Slow()):
-		d.tb.Fatalf("devtools %s: no answer in %v", method, cdpTimeout*testutil.Slow())
+	case <-time.After(cdpTimeout * testutil.WaitScale()):
+		d.tb.Fatalf("devtools %s: no answer in %v", method, cdpTimeout*testutil.WaitScale())
 	}
 }
 
@@ -158,14 +158,14 @@ func (d *devtools) open(path string) {
 	d.await(`document.body && document.body.dataset.rendered === "yes"`)
 }
 
-// awaitTimeout bounds a wait inside the page (scaled by testutil.Slow).
+// awaitTimeout bounds a wait inside the page (scaled by testutil.WaitScale).
 const awaitTimeout = 30 * time.Second
 
 // await waits, inside the page, until cond (a JavaScript expression) holds,
 // and fails the test if it does not within awaitTimeout.
 func (d *devtools) await(cond string) {
 	d.tb.Helper()
-	limit := awaitTimeout * testutil.Slow()
+	limit := awaitTimeout * testutil.WaitScale()
 	var held bool
 	d.eval(fmt.Sprintf(`new Promise(function (done) {
 		var until = performance.now() + %d;
@@ -245,7 +245,7 @@ func (d *devtools) close() {
 	go func() { done <- d.cmd.Wait() }()
 	select {
 	case <-done:
-	case <-time.After(30 * time.Second * testutil.Slow()):
+	case <-time.After(30 * time.Second * testutil.WaitScale()):
 		_ = d.cmd.Process.Kill()
 		<-done
 	}

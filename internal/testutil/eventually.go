@@ -8,11 +8,11 @@ import (
 )
 
 // Until polls cond every few milliseconds until it holds, for at most
-// timeout (scaled by [Slow]), and reports whether it came to hold. It is
+// timeout (scaled by [WaitScale]), and reports whether it came to hold. It is
 // for helper processes, which have no testing.TB; a test uses
 // [Eventually].
 func Until(timeout time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(timeout * Slow())
+	deadline := time.Now().Add(timeout * WaitScale())
 	for wait := time.Millisecond; !cond(); wait = min(2*wait, 50*time.Millisecond) {
 		if time.Now().After(deadline) {
 			return cond()
@@ -23,22 +23,22 @@ func Until(timeout time.Duration, cond func() bool) bool {
 }
 
 // Eventually waits until cond holds, for at most timeout (scaled by
-// [Slow]), and fails tb at once, saying what it waited for, if it never
+// [WaitScale]), and fails tb at once, saying what it waited for, if it never
 // does. It is how a test waits for the other side: never a fixed sleep,
 // never a deadline loop of its own.
 func Eventually(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
 	tb.Helper()
 	if !Until(timeout, cond) {
-		tb.Fatalf("waited %v for %s: it never happened", timeout*Slow(), what)
+		tb.Fatalf("waited %v for %s: it never happened", timeout*WaitScale(), what)
 	}
 }
 
-// Slow is the factor by which tests scale their waits: 1, or
-// $LINEAGE_TEST_SLOW (an integer of at least 1) on a machine that is known
+// WaitScale is the factor by which tests scale their waits: 1, or
+// $LINEAGE_TEST_WAIT_SCALE (an integer of at least 1) on a machine that is known
 // to be slow or loaded (make test-hog sets it). A wait only bounds how long
 // a test may take to fail; a passing test never waits that long.
-func Slow() time.Duration {
-	if n, err := strconv.Atoi(os.Getenv("LINEAGE_TEST_SLOW")); err == nil && n > 1 {
+func WaitScale() time.Duration {
+	if n, err := strconv.Atoi(os.Getenv("LINEAGE_TEST_WAIT_SCALE")); err == nil && n > 1 {
 		return time.Duration(n)
 	}
 	return 1

@@ -19,6 +19,11 @@ var layoutFingerprints = map[uint32]string{
 	// Layout 1 never shipped before the kill-uid stat joined it: its
 	// fingerprint includes STAT_UID_SPARED.
 	1: "a01ec1e08a50febfb6e0a6f01bb79414919152035e9a5ba9975ba27341dfde25",
+	// Layout 2: the arms map and arms_count (per-process arms), the
+	// roots' cookie where layout 1 had padding, ROOT_F_ARMED and
+	// EVENT_F_ARMED. A layout 1 set migrates: its roots and members have
+	// the same sizes, and its roots' padding was zero.
+	2: "1c814fe93b7b80618b42555abe296773479c68488beba870d7b37c174b5d3b04",
 }
 
 func TestLayoutVersionNamesTheLayout(t *testing.T) {

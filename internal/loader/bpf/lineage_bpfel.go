@@ -13,6 +13,13 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type lineageArm struct {
+	_      structs.HostLayout
+	Start  uint64
+	Cookie uint32
+	Pad    uint32
+}
+
 type lineageEvent struct {
 	_           structs.HostLayout
 	TimeNs      uint64
@@ -42,6 +49,7 @@ const (
 	lineageEventFlagEVENT_F_CONTAINED      lineageEventFlag = 4
 	lineageEventFlagEVENT_F_ARGS_TRUNCATED lineageEventFlag = 8
 	lineageEventFlagEVENT_F_CREDS          lineageEventFlag = 16
+	lineageEventFlagEVENT_F_ARMED          lineageEventFlag = 32
 )
 
 type lineageEventKind uint32
@@ -73,10 +81,10 @@ const (
 )
 
 type lineageRoot struct {
-	_     structs.HostLayout
-	Start uint64
-	Flags lineageRootFlag
-	Pad   uint32
+	_      structs.HostLayout
+	Start  uint64
+	Flags  lineageRootFlag
+	Cookie uint32
 }
 
 type lineageRootFlag uint32
@@ -85,6 +93,7 @@ const (
 	lineageRootFlagROOT_F_REAPING             lineageRootFlag = 1
 	lineageRootFlagROOT_F_DIE_WITH_SUPERVISOR lineageRootFlag = 2
 	lineageRootFlagROOT_F_SPAWNING            lineageRootFlag = 4
+	lineageRootFlagROOT_F_ARMED               lineageRootFlag = 8
 )
 
 type lineageStat uint32
@@ -108,6 +117,7 @@ const (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	lineageMapArms               = "arms"
 	lineageMapDoomed             = "doomed"
 	lineageMapEvents             = "events"
 	lineageMapMembers            = "members"
@@ -116,6 +126,7 @@ const (
 	lineageProgHandleExec        = "handle_exec"
 	lineageProgHandleExit        = "handle_exit"
 	lineageProgHandleFork        = "handle_fork"
+	lineageVarArmsCount          = "arms_count"
 	lineageVarDoomedCount        = "doomed_count"
 	lineageVarExitHasGroupDead   = "exit_has_group_dead"
 	lineageVarKillUidBounded     = "kill_uid_bounded"
@@ -180,6 +191,7 @@ type lineageProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lineageMapSpecs struct {
+	Arms    *ebpf.MapSpec `ebpf:"arms"`
 	Doomed  *ebpf.MapSpec `ebpf:"doomed"`
 	Events  *ebpf.MapSpec `ebpf:"events"`
 	Members *ebpf.MapSpec `ebpf:"members"`
@@ -191,6 +203,7 @@ type lineageMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lineageVariableSpecs struct {
+	ArmsCount          *ebpf.VariableSpec `ebpf:"arms_count"`
 	DoomedCount        *ebpf.VariableSpec `ebpf:"doomed_count"`
 	ExitHasGroupDead   *ebpf.VariableSpec `ebpf:"exit_has_group_dead"`
 	KillUidBounded     *ebpf.VariableSpec `ebpf:"kill_uid_bounded"`
@@ -224,6 +237,7 @@ func (o *lineageObjects) Close() error {
 //
 // It can be passed to loadLineageObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lineageMaps struct {
+	Arms    *ebpf.Map `ebpf:"arms"`
 	Doomed  *ebpf.Map `ebpf:"doomed"`
 	Events  *ebpf.Map `ebpf:"events"`
 	Members *ebpf.Map `ebpf:"members"`
@@ -233,6 +247,7 @@ type lineageMaps struct {
 
 func (m *lineageMaps) Close() error {
 	return _LineageClose(
+		m.Arms,
 		m.Doomed,
 		m.Events,
 		m.Members,
@@ -245,6 +260,7 @@ func (m *lineageMaps) Close() error {
 //
 // It can be passed to loadLineageObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lineageVariables struct {
+	ArmsCount          *ebpf.Variable `ebpf:"arms_count"`
 	DoomedCount        *ebpf.Variable `ebpf:"doomed_count"`
 	ExitHasGroupDead   *ebpf.Variable `ebpf:"exit_has_group_dead"`
 	KillUidBounded     *ebpf.Variable `ebpf:"kill_uid_bounded"`

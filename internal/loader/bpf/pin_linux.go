@@ -26,7 +26,7 @@ import (
 // reader of the old objects would misread (cilium/ebpf's Compatible checks
 // only sizes). A pinned set lives in PinRoot/v<LayoutVersion>, and its
 // layout map holds the same number.
-const LayoutVersion = 1
+const LayoutVersion = 2
 
 // DefaultPinRoot is where `lineage serve` pins its tracker.
 const DefaultPinRoot = "/sys/fs/bpf/lineage"
@@ -47,6 +47,7 @@ var pinnedMaps = map[string]string{
 	lineageMapDoomed:  lineageMapDoomed,
 	lineageMapEvents:  lineageMapEvents,
 	lineageMapStats:   lineageMapStats,
+	lineageMapArms:    lineageMapArms,
 	".bss":            bssPin,
 }
 
@@ -155,7 +156,7 @@ func (b *Tracker) pin(dir string, v layoutValue) error {
 	maps := map[string]*ebpf.Map{
 		lineageMapMembers: b.objs.Members, lineageMapRoots: b.objs.Roots,
 		lineageMapDoomed: b.objs.Doomed, lineageMapEvents: b.objs.Events,
-		lineageMapStats: b.objs.Stats, ".bss": b.bss,
+		lineageMapStats: b.objs.Stats, lineageMapArms: b.objs.Arms, ".bss": b.bss,
 	}
 	for name, m := range maps {
 		if err := m.Pin(filepath.Join(dir, pinnedMaps[name])); err != nil {
