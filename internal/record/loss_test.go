@@ -26,9 +26,9 @@ func TestLossInRoundTrip(t *testing.T) {
 		many[i] = LostMember{Process: lineage.Identity{PID: uint32(1000 + i), StartTicks: 7}}
 	}
 	for i, err := range []error{
-		w.LossIn(5, "events lost", Gap{From: 91 * time.Second, To: 92 * time.Second, Members: named}),
-		w.LossIn(0, "events lost", Gap{From: 1, To: 2, Members: named}),
-		w.LossIn(9, "events lost", Gap{Members: many}),
+		w.LossIn(5, "events lost", Placement{From: 91 * time.Second, To: 92 * time.Second, Members: named}),
+		w.LossIn(0, "events lost", Placement{From: 1, To: 2, Members: named}),
+		w.LossIn(9, "events lost", Placement{Members: many}),
 		w.LossOf(2, "undecodable"),
 	} {
 		if err != nil {

@@ -155,10 +155,10 @@ func (w *Writer) LossOf(count uint64, reason string) error {
 	return w.now(Event{Kind: KindLoss, Count: count, Reason: reason})
 }
 
-// Gap is what a tracker knows of a loss beyond its count: when its events
-// happened (From to To, CLOCK_BOOTTIME; zero when unknown) and whose they
-// were (see [Event]'s fields of the same names).
-type Gap struct {
+// Placement is what a tracker knows of a loss beyond its count: when its
+// events happened (From to To, CLOCK_BOOTTIME; zero when unknown) and whose
+// they were (see [Event]'s fields of the same names).
+type Placement struct {
 	From, To time.Duration
 	Members  []LostMember
 }
@@ -166,7 +166,7 @@ type Gap struct {
 // LossIn records a gap of count events of the kind reason names, placed in
 // time and naming its members as far as g knows them: the first
 // MaxLostMembers are named, the rest counted. A zero count is not written.
-func (w *Writer) LossIn(count uint64, reason string, g Gap) error {
+func (w *Writer) LossIn(count uint64, reason string, g Placement) error {
 	if count == 0 {
 		return nil
 	}

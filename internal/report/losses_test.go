@@ -84,7 +84,7 @@ func lossRecord(tb testing.TB, placed bool) []byte {
 	must(tb, w.Event(lineage.Event{Kind: lineage.EventExit, Time: at(1010), Process: gapL, Parent: gapRoot, Root: gapRoot, Status: lineage.ExitStatus(syscall.SIGTERM)}))
 	now = at(1100)
 	if placed {
-		must(tb, w.LossIn(gapLosses, "events lost", record.Gap{From: gapFrom, To: gapTo, Members: []record.LostMember{
+		must(tb, w.LossIn(gapLosses, "events lost", record.Placement{From: gapFrom, To: gapTo, Members: []record.LostMember{
 			{Process: gapE, Kinds: []record.Kind{record.KindExec}},
 			{Process: gapF},
 		}}))

@@ -24,8 +24,9 @@ type Process struct {
 	UID           *uint32  `json:"uid,omitempty"`
 	EUID          *uint32  `json:"euid,omitempty"`
 	// Start and End are times since boot. Start is the fork's when it was
-	// recorded, else the identity's start tick; End is the exit's, or the
-	// record's last moment when no exit was seen (Ended false).
+	// recorded, else the identity's start tick; End is the exit's, or, when
+	// no exit was seen (Ended false), the record's last moment, or the
+	// process's last event when its exit was lost (Missing holds exit).
 	Start time.Duration `json:"start_ns"`
 	End   time.Duration `json:"end_ns"`
 	Ended bool          `json:"ended"`

@@ -182,7 +182,7 @@ func suite(tb testing.TB, out io.Writer, n int) suiteFacts {
 			must(tb, w.Event(lineage.Event{Kind: lineage.EventExit, Time: now, Process: o.Member.Identity, Parent: o.Member.Parent, Root: root, Status: lineage.ExitStatus(15)}))
 		}
 	}
-	must(tb, w.LossIn(uint64(lost), "events lost", record.Gap{From: gapFrom, To: gapTo, Members: []record.LostMember{
+	must(tb, w.LossIn(uint64(lost), "events lost", record.Placement{From: gapFrom, To: gapTo, Members: []record.LostMember{
 		{Process: execLost, Kinds: []record.Kind{record.KindExec}}, {Process: ghost},
 	}}))
 	facts.leaks, facts.kept, facts.lost = len(leaks), len(kept), lost
