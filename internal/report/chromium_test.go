@@ -220,6 +220,24 @@ func TestHTMLInChromium(t *testing.T) {
 	if strings.Count(strings.Join(mapValues(s.Labels), "\n"), "LEAK") != 2 {
 		t.Errorf("leak badges in %v, want 2", s.Labels)
 	}
+	// Hovering a row tells its process's story; hovering the fold, none.
+	daemon := m.index[findPID(t, rep, 1020)]
+	var tip struct {
+		Shown bool   `json:"shown"`
+		Text  string `json:"text"`
+	}
+	const readTip = `(function () { var t = document.getElementById("tip"); return {shown: t.style.display === "block", text: t.textContent}; })()`
+	d.hover(fmt.Sprintf(`#layer .row[data-i="%d"] .label`, daemon))
+	d.eval(readTip, &tip)
+	for _, want := range []string{"redis-server --daemonize yes", "pid 1020 (start 10060), lineage parent 1001@10001", "reaped: TERM→KILL, killed", "LEAK: alive when its root ended", "outlived its root"} {
+		if !tip.Shown || !strings.Contains(tip.Text, want) {
+			t.Errorf("the daemon's tip (shown %v) lacks %q:\n%s", tip.Shown, want, tip.Text)
+		}
+	}
+	d.hover(fmt.Sprintf(`#layer .row[data-fold="%d"]`, mk))
+	if d.eval(readTip, &tip); tip.Shown {
+		t.Errorf("the fold shows a tip: %q", tip.Text)
+	}
 	// A click on the fold opens make: the pipeline is closed, its 2
 	// descendants counted; two more clicks open it down to the echo.
 	d.click(fmt.Sprintf(`#layer .row[data-fold="%d"]`, mk))

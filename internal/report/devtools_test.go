@@ -208,6 +208,16 @@ func (d *devtools) eval(expr string, out any) {
 // matches selector, as a user would.
 func (d *devtools) click(selector string) {
 	d.tb.Helper()
+	x, y := d.middle(selector)
+	for _, kind := range []string{"mousePressed", "mouseReleased"} {
+		d.call("Input.dispatchMouseEvent", map[string]any{"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1}, nil)
+	}
+}
+
+// middle scrolls the first element that matches selector into view and
+// returns its middle, in the window's coordinates.
+func (d *devtools) middle(selector string) (x, y float64) {
+	d.tb.Helper()
 	var at struct{ X, Y float64 }
 	d.eval(fmt.Sprintf(`(function () {
 		var e = document.querySelector(%q);
@@ -216,9 +226,15 @@ func (d *devtools) click(selector string) {
 		var r = e.getBoundingClientRect();
 		return {X: r.left + r.width / 2, Y: r.top + r.height / 2};
 	})()`, selector, selector), &at)
-	for _, kind := range []string{"mousePressed", "mouseReleased"} {
-		d.call("Input.dispatchMouseEvent", map[string]any{"type": kind, "x": at.X, "y": at.Y, "button": "left", "clickCount": 1}, nil)
-	}
+	return at.X, at.Y
+}
+
+// hover moves the mouse over the middle of the first element that matches
+// selector.
+func (d *devtools) hover(selector string) {
+	d.tb.Helper()
+	x, y := d.middle(selector)
+	d.call("Input.dispatchMouseEvent", map[string]any{"type": "mouseMoved", "x": x, "y": y}, nil)
 }
 
 // typeInto focuses the element that matches selector and types text.
