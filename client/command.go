@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -272,13 +271,12 @@ func (c *Command) lineageBinary() (string, error) {
 
 // ensureSession opens session with kind unless it exists.
 func (c *Client) ensureSession(ctx context.Context, session, kind string) error {
-	var se api.Session
-	err := c.Do(ctx, "GET", "/v1/sessions/"+url.PathEscape(session), nil, &se)
+	_, err := c.Session(ctx, session)
 	var ae *APIError
 	if !errors.As(err, &ae) || ae.Body.Code != api.CodeNotFound {
 		return err
 	}
-	err = c.Do(ctx, "POST", "/v1/sessions", api.OpenSession{ID: session, Kind: kind}, nil)
+	_, err = c.OpenSession(ctx, api.OpenSession{ID: session, Kind: kind})
 	if errors.As(err, &ae) && ae.Body.Code == api.CodeConflict {
 		return nil // opened meanwhile by another caller
 	}
@@ -306,7 +304,7 @@ func (c *Command) watchContext() {
 func (c *Command) endLineage() error {
 	bg := context.WithoutCancel(c.ctx)
 	end := func() error {
-		return c.client.Do(bg, "POST", "/v1/roots/"+c.Root.String()+"/end", api.EndRoot{Event: "deadline"}, nil)
+		return c.client.EndRoot(bg, c.Root, api.EndRoot{Event: "deadline"}, nil)
 	}
 	if c.Root.IsZero() {
 		return c.Process.Kill()
