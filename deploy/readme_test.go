@@ -38,6 +38,7 @@ var readmeRunners = map[string]string{
 	"lineage report":                      "TestRunRecordsAJob",
 	"lineage report --format":             "TestRunRecordsAJob",
 	"lineage report --format -o":          "TestReportOutputFile",
+	"lineage report --leaks-only":         "TestReportTreeShapes",
 	"lineage doctor":                      "demo",
 	"lineage serve":                       "TestFront",
 	"lineage session open --kind --label": "TestServeSessionsThroughCLIAndCurl",
