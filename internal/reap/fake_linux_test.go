@@ -489,3 +489,27 @@ func TestFakeOutOfPins(t *testing.T) {
 		t.Errorf("survivors %v, pins left %d", rep.Survivors, len(s.pins))
 	}
 }
+
+// When the last live members exit on their TERM, the reaper lists the Source
+// again at once to confirm the lineage is empty: it does not sit out a poll
+// interval waiting for exits that can no longer come.
+func TestFakeLastExitNeedsNoPoll(t *testing.T) {
+	f := newFakeProc(t)
+	s := newFakeSignaler(f)
+	s.react = func(pid int, sig syscall.Signal) bool { return sig == syscall.SIGTERM }
+	var ids []lineage.Identity
+	for i := range 3 {
+		ids = append(ids, f.add(fakeProcess{pid: 40100 + i, start: 5000}))
+	}
+	poll := 50 * time.Millisecond
+	given := func() (lineage.Containment, error) { return "kernel", nil }
+	rep, out := fakeReap(t, f, s, listed(s, ids...), Options{Grace: time.Second, Poll: poll, Contain: given})
+	for _, id := range ids {
+		if o := out[id]; o.Result != lineage.Terminated {
+			t.Errorf("%s: %s, want terminated", id, o.Result)
+		}
+	}
+	if rep.Phases.Terminate >= poll {
+		t.Errorf("the terminate phase took %v on the reaper's clock: it waited out the poll interval %v after the last exit", rep.Phases.Terminate, poll)
+	}
+}

@@ -273,6 +273,9 @@ func (r *reaper) watch(ctx context.Context, deadline time.Duration, fresh func(*
 		if err := r.halt(ctx); err != nil {
 			return err
 		}
+		if r.live == 0 {
+			continue // the last ones just went: list again now, not after a poll
+		}
 		if err := r.await(min(r.opts.Poll-(now-listed), deadline-now)); err != nil {
 			return err
 		}

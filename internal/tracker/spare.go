@@ -2,7 +2,6 @@ package tracker
 
 import (
 	"errors"
-	"syscall"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
@@ -45,10 +44,7 @@ func (j *Job) markSparedAmong(ms []lineage.Member, keep func(lineage.Member) (bo
 			spare, _ = keep(m)
 		}
 		if !spare {
-			st, ok := markStat(m)
-			if ok {
-				_, spare = refuse(m, st)
-			}
+			_, spare = refuse(m, markStat(m))
 		}
 		if spare {
 			j.spare(m.Identity)
@@ -57,20 +53,14 @@ func (j *Job) markSparedAmong(ms []lineage.Member, keep func(lineage.Member) (bo
 }
 
 // markStat is what refuse needs of m's stat to decide a mark: the protected
-// set judges a member by its identity and its process group (and, bounded
-// by a user, by the uids it reads itself); a member is never a kernel
-// thread. The group comes from getpgid(2): reading each member's whole
-// stat here cost as much as the check at its signal, which reads it again.
-// If m is gone, its pid may name another process by now; then marking m
-// finds no member (the kernel drops a member's entry as it exits, before
-// its pid is free), and that process's group decides nothing. It reports
-// false when the pid names no process.
-func markStat(m lineage.Member) (lineage.Stat, bool) {
-	pgid, err := syscall.Getpgid(int(m.PID))
-	if err != nil {
-		return lineage.Stat{}, false
-	}
-	return lineage.Stat{Identity: m.Identity, PGRP: pgid}, true
+// set judges a member by its identity (and, bounded by a user, by the uids
+// it reads itself); a member is never a kernel thread. Reading each
+// member's stat here would cost as much as the check at its signal, which
+// reads it anyway. If m is gone, its pid may name another process by now;
+// marking m then finds no member (the kernel drops a member's entry as it
+// exits, before its pid is free).
+func markStat(m lineage.Member) lineage.Stat {
+	return lineage.Stat{Identity: m.Identity}
 }
 
 // spareOnEvent marks, for the event ev of j's lineage, a member that the
