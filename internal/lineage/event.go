@@ -68,6 +68,14 @@ type Event struct {
 	// them.
 	UID, EUID  uint32
 	CredsKnown bool
+	// Spared is set when the kernel spared the process for a keep rule in
+	// the same hook run: at its exec of a program an exe rule keeps
+	// (EventExec), or born spared from a kept root or a member spared for
+	// its program (EventFork).
+	Spared bool
+	// Caught is set on an EventFork only the second fork hook saw: the
+	// kernel skipped the first.
+	Caught bool
 }
 
 // ExitStatus is a wait(2) status word: (code << 8) | signal.

@@ -137,6 +137,16 @@ func (r *recorder) leaks(j *Job, end job.End) {
 	}
 }
 
+// kept records that a keep rule keeps m, and why, if m is of the
+// recorded lineage.
+func (r *recorder) kept(m lineage.Member, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m.Root == r.root {
+		_ = r.w.Keep(m, reason)
+	}
+}
+
 // withTree fills what the backend's member lacks from the event tree.
 func withTree(m lineage.Member, tree *lineage.Tree) lineage.Member {
 	known, ok := tree.Get(m.Identity)

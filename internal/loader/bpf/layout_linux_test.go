@@ -19,6 +19,8 @@ var layoutFingerprints = map[uint32]string{
 	// Layout 1 never shipped before the kill-uid stat joined it: its
 	// fingerprint includes STAT_UID_SPARED.
 	1: "a01ec1e08a50febfb6e0a6f01bb79414919152035e9a5ba9975ba27341dfde25",
+	// Layout 2: the keep_exes map and the kernel's own spare marks.
+	2: "9f56d18fde70ee1f59db5e5823198b4fd29480058bc708195f5f7aae42ba8bf5",
 }
 
 func TestLayoutVersionNamesTheLayout(t *testing.T) {
@@ -52,7 +54,7 @@ func describeLayout(t *testing.T, b *strings.Builder, spec *ebpf.CollectionSpec)
 			describeType(b, m.Value)
 		}
 	}
-	for _, name := range []string{"event", "member", "root"} {
+	for _, name := range []string{"event", "member", "root", "keep_exe"} {
 		var s *btf.Struct
 		if err := spec.Types.TypeByName(name, &s); err != nil {
 			t.Fatalf("struct %s: %v", name, err)

@@ -69,7 +69,11 @@ func (b *Tracker) adoptMissedOf(root lineage.Identity) error {
 		if b.objs.Members.Lookup(child.PID, &existing) == nil && existing.Start == child.StartTicks {
 			return nil
 		}
-		return b.objs.Members.Update(child.PID, &cm, ebpf.UpdateAny)
+		if err := b.objs.Members.Update(child.PID, &cm, ebpf.UpdateAny); err != nil {
+			return err
+		}
+		b.adopted.Add(1)
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("adopt what the fork hook missed: %w", err)

@@ -26,7 +26,12 @@ import (
 // reader of the old objects would misread (cilium/ebpf's Compatible checks
 // only sizes). A pinned set lives in PinRoot/v<LayoutVersion>, and its
 // layout map holds the same number.
-const LayoutVersion = 1
+//
+// Layout 2 added the keep_exes map (the programs exe keep rules keep, per
+// root) and the kernel's own spare marks (ROOT_F_KEPT, MEMBER_F_SPARED_EXE,
+// MEMBER_F_CAUGHT); its members and roots are layout 1's, so a layout 1
+// set migrates as it is.
+const LayoutVersion = 2
 
 // DefaultPinRoot is where `lineage serve` pins its tracker.
 const DefaultPinRoot = "/sys/fs/bpf/lineage"
@@ -42,12 +47,13 @@ const (
 // pinnedMaps names the program's maps as they are pinned, by their name in
 // the collection spec.
 var pinnedMaps = map[string]string{
-	lineageMapMembers: lineageMapMembers,
-	lineageMapRoots:   lineageMapRoots,
-	lineageMapDoomed:  lineageMapDoomed,
-	lineageMapEvents:  lineageMapEvents,
-	lineageMapStats:   lineageMapStats,
-	".bss":            bssPin,
+	lineageMapMembers:  lineageMapMembers,
+	lineageMapRoots:    lineageMapRoots,
+	lineageMapDoomed:   lineageMapDoomed,
+	lineageMapEvents:   lineageMapEvents,
+	lineageMapStats:    lineageMapStats,
+	lineageMapKeepExes: lineageMapKeepExes,
+	".bss":             bssPin,
 }
 
 // linkOrder names the pinned links, in the order b.links holds them.
@@ -155,7 +161,7 @@ func (b *Tracker) pin(dir string, v layoutValue) error {
 	maps := map[string]*ebpf.Map{
 		lineageMapMembers: b.objs.Members, lineageMapRoots: b.objs.Roots,
 		lineageMapDoomed: b.objs.Doomed, lineageMapEvents: b.objs.Events,
-		lineageMapStats: b.objs.Stats, ".bss": b.bss,
+		lineageMapStats: b.objs.Stats, lineageMapKeepExes: b.objs.KeepExes, ".bss": b.bss,
 	}
 	for name, m := range maps {
 		if err := m.Pin(filepath.Join(dir, pinnedMaps[name])); err != nil {
@@ -219,7 +225,7 @@ func (b *Tracker) openSet(spec *ebpf.CollectionSpec, kernel *btf.Spec, dir strin
 		if v.Version != version {
 			return fmt.Errorf("%w pinned set %s: layout %d, want %d", lineage.ErrInvalid, dir, v.Version, version)
 		}
-		return b.reuse(spec, dir, v, f)
+		return b.reuse(spec, kernel, dir, v, f)
 	case !errors.Is(err, os.ErrNotExist):
 		return err
 	}
@@ -239,7 +245,7 @@ func (b *Tracker) openSet(spec *ebpf.CollectionSpec, kernel *btf.Spec, dir strin
 
 // reuse takes over the set pinned in dir: its maps, and the links that kept
 // its programs attached while no tracker ran.
-func (b *Tracker) reuse(spec *ebpf.CollectionSpec, dir string, v layoutValue, f loader.Features) error {
+func (b *Tracker) reuse(spec *ebpf.CollectionSpec, kernel *btf.Spec, dir string, v layoutValue, f loader.Features) error {
 	variant, err := codeVariant(v.Variant)
 	if err != nil {
 		return err
@@ -284,6 +290,7 @@ func (b *Tracker) reuse(spec *ebpf.CollectionSpec, dir string, v layoutValue, f 
 	if err := b.reuseLinks(dir); err != nil {
 		return err
 	}
+	b.attachCatcher(spec, kernel)
 	if b.reader, err = ringbuf.NewReader(b.objs.Events); err != nil {
 		return fmt.Errorf("open ring buffer: %w", err)
 	}
