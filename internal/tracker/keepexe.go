@@ -3,6 +3,7 @@ package tracker
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
@@ -105,7 +106,12 @@ func (j *Job) exeChanged(rule policy.Keep, exe string, ev lineage.Event) {
 	if !changed {
 		return
 	}
-	msg := fmt.Sprintf("--keep %s: the file at %s changed since the rule was made (%v, now %v, as when a package upgrade replaces it): it is kept too", rule, exe, before, f)
+	was := make([]string, len(before))
+	for i, b := range before {
+		was[i] = b.String()
+	}
+	msg := fmt.Sprintf("--keep %s: the file at %s changed since the rule was made (it was %s, it is %s now: a package upgrade, say): the new one is kept too",
+		rule, exe, strings.Join(was, " and "), f)
 	if k, ok := j.t.backend.(loader.KernelKeeper); ok {
 		if err := k.KeepExe(j.root, f); err != nil {
 			msg += fmt.Sprintf(", by user space alone (the kernel: %v)", err)
