@@ -408,14 +408,25 @@ func withCatcher(t *testing.T, fn func(t *testing.T, b *Tracker)) {
 	t.Helper()
 	b := openBPF(t, &Options{Variant: loader.VariantFull}) // skips where BPF can't load
 	if on, off := b.ForkCatcher(); !on {
-		if !hasTracefs() && os.Getenv(tracefsEnv) != "1" {
+		if !withTracefs(t) {
 			b.Close()
-			rerunWithTracefs(t)
 			return
 		}
 		t.Fatalf("no second fork hook: %s", off)
 	}
 	fn(t, b)
+}
+
+// withTracefs reports whether tracefs is mounted for t. Where it is not,
+// it runs t again in a child process that mounts it (rerunWithTracefs)
+// and reports false: the child's run is t's.
+func withTracefs(t *testing.T) bool {
+	t.Helper()
+	if hasTracefs() || os.Getenv(tracefsEnv) == "1" {
+		return true
+	}
+	rerunWithTracefs(t)
+	return false
 }
 
 // rerunWithTracefs runs t alone in a child test process in a private
