@@ -67,12 +67,17 @@ func TestRunKeptProgramSurvivesAnImmediateHardCancel(t *testing.T) {
 // kept program; as soon as the program says it runs, lineage's process
 // group is SIGKILLed. The sleeper and the shell must die (in the kernel
 // with the full program, by the guardian with compat), the kept program
-// must not. It reports whether the kept program lived.
+// must not. It reports whether the kept program lived. With compat, the
+// kept program starts once lineage has said its guardian runs: lineage
+// starts the guardian beside the job it spawned, and a lineage killed
+// before it did leaves nobody to reap (the kernel, with compat, kills
+// nothing at its death).
 func keptSurvivesHardCancel(t *testing.T, kept string, v loader.Variant) bool {
 	t.Helper()
 	mark := testutil.Marker(t)
-	script := fmt.Sprintf("sleep %[1]s & %[2]s %[3]s %[1]s & wait", testutil.Sleep(mark), kept, announceArg)
-	cmd := lineageCmd("run", "--backend", "bpf", "--keep", "exe:"+kept, "--", "sh", "-c", script)
+	trigger := filepath.Join(t.TempDir(), "go")
+	script := fmt.Sprintf("sleep %[1]s & while [ ! -e %[4]s ]; do sleep 0.01; done; %[2]s %[3]s %[1]s & wait", testutil.Sleep(mark), kept, announceArg, trigger)
+	cmd := lineageCmd("run", "-v", "--backend", "bpf", "--keep", "exe:"+kept, "--", "sh", "-c", script)
 	cmd.Env = append(cmd.Env, loader.VariantEnv+"="+string(v))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out, err := cmd.StdoutPipe()
@@ -95,6 +100,18 @@ func keptSurvivesHardCancel(t *testing.T, kept string, v loader.Variant) bool {
 			testutil.KillIdentity(p.PID, p.StartTicks)
 		}
 	}()
+	if v == loader.VariantCompat {
+		deadline := time.Now().Add(runLimit())
+		for !strings.Contains(readAll(stderr.Name()), "reaps the lineage if lineage is killed") {
+			if time.Now().After(deadline) {
+				t.Fatalf("lineage does not say its guardian runs; stderr:\n%s", readAll(stderr.Name()))
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if err := os.WriteFile(trigger, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
 		hardCancel(t, cmd)
 		_ = cmd.Wait()
