@@ -106,12 +106,16 @@ func (j *Job) exeChanged(rule policy.Keep, exe string, ev lineage.Event) {
 	if !changed {
 		return
 	}
-	was := make([]string, len(before))
-	for i, b := range before {
-		was[i] = b.String()
+	was := "no file"
+	if len(before) > 0 {
+		names := make([]string, len(before))
+		for i, b := range before {
+			names[i] = b.String()
+		}
+		was = strings.Join(names, " and ")
 	}
 	msg := fmt.Sprintf("--keep %s: the file at %s changed since the rule was made (it was %s, it is %s now: a package upgrade, say): the new one is kept too",
-		rule, exe, strings.Join(was, " and "), f)
+		rule, exe, was, f)
 	if k, ok := j.t.backend.(loader.KernelKeeper); ok {
 		if err := k.KeepExe(j.root, f); err != nil {
 			msg += fmt.Sprintf(", by user space alone (the kernel: %v)", err)
