@@ -73,8 +73,10 @@ type Event struct {
 	// (EventExec), or born spared from a kept root or a member spared for
 	// its program (EventFork).
 	Spared bool
-	// Caught is set on an EventFork only the second fork hook saw: the
-	// kernel skipped the first.
+	// Caught is set on an EventFork the second fork hook inserted: the
+	// kernel skipped the first (or, where another tool registered the
+	// tracepoint's perf probe first, the second ran before it; the
+	// backend's counters tell the two apart).
 	Caught bool
 }
 

@@ -75,6 +75,8 @@ func WriteLosses(w *record.Writer, st loader.Stats) {
 	_ = w.LossOf(st.Undecodable, "undecodable")
 	_ = w.LossOf(st.MembersFull, "untracked: the membership map was full")
 	_ = w.LossOf(st.Unattributed, "unattributed orphans")
+	_ = w.LossOf(st.AdoptedAfterMiss, "forks no hook saw: adopted from /proc")
+	_ = w.LossOf(st.HookMisses-min(st.HookMisses, st.ForkMisses+st.CatcherMisses), "exec and exit hook runs the kernel skipped")
 }
 
 // backendLimits says what a backend can't see, for the record's header.
