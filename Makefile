@@ -12,6 +12,8 @@
 #                  $(UNITDIR), the CI runner hooks to $(HOOKDIR)
 #                  (PREFIX=/usr/local, DESTDIR honoured)
 #   make test      the full test suite, BPF included (run as root)
+#   make test-hog  make test beside a CPU hog, one busy loop per CPU (by
+#                  hand, not in CI: a user's CI runs beside everything)
 #   make demo      lineage run on a leaky demo job, then the report
 #   make bench     benchmarks, printed as docs/benchmarks.md's tables
 #   make generate  rebuild the BPF objects (needs clang, llvm, libbpf-dev)
@@ -29,7 +31,7 @@ COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
 LDFLAGS := -X github.com/lineage-dev/lineage/internal/buildinfo.version=$(VERSION) -X github.com/lineage-dev/lineage/internal/buildinfo.commit=$(COMMIT)
 GOFLAGS_TEST ?= -race -count=1 -timeout 45m
 
-.PHONY: all build test test-short demo bench generate vet fmt clean kmatrix static install
+.PHONY: all build test test-hog test-short demo bench generate vet fmt clean kmatrix static install
 
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
@@ -83,6 +85,9 @@ vet:
 
 test: vet
 	$(GO) test $(GOFLAGS_TEST) ./...
+
+test-hog:
+	./scripts/beside-hog.sh $(MAKE) test
 
 test-short:
 	$(GO) test -short -count=1 ./...

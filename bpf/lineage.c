@@ -75,6 +75,22 @@ const volatile __u32 kill_uid_effective = 0;
 volatile __u32 spawn_tid = 0;
 volatile __u32 spawn_root_flags = 0;
 
+/*
+ * Arms per process: a test runner (each pytest-xdist worker its own) arms
+ * itself, and whatever it forks from any thread while armed is a new root
+ * carrying the arm's cookie, which user space maps to a session (the test
+ * running then). arms_count, kept by user space, lets every other process
+ * skip the lookup while nothing is armed.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32); /* tgid */
+	__type(value, struct arm);
+} arms SEC(".maps");
+
+volatile __u32 arms_count = 0;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536); /* resized by the loader */
@@ -421,11 +437,12 @@ static __always_inline void forget_doomed(__u32 tgid, struct task_struct *p)
 		__sync_fetch_and_sub(&doomed_count, 1);
 }
 
-static __always_inline int spawn_root(struct task_struct *parent, struct task_struct *child, __u32 pid)
+/* Insert child as a new root, born with root_flags and cookie. */
+static __always_inline int spawn_root(struct task_struct *parent, struct task_struct *child, __u32 pid,
+				      enum root_flag root_flags, __u32 cookie, enum event_flag flags)
 {
 	struct member m = {};
 	struct root r = {};
-	enum event_flag flags = EVENT_F_ROOT;
 
 	m.start = task_ticks(child);
 	m.parent_pid = parent->tgid;
@@ -433,10 +450,11 @@ static __always_inline int spawn_root(struct task_struct *parent, struct task_st
 	m.root_pid = pid;
 	m.root_start = m.start;
 	m.flags = MEMBER_F_ROOT;
-	if (spawn_root_flags & ROOT_F_KEPT)
+	if (root_flags & ROOT_F_KEPT)
 		m.flags |= MEMBER_F_SPARED;
 	r.start = m.start;
-	r.flags = spawn_root_flags | ROOT_F_SPAWNING;
+	r.flags = root_flags;
+	r.cookie = cookie;
 	if (bpf_map_update_elem(&roots, &pid, &r, BPF_ANY)) {
 		count(STAT_MEMBERS_FULL);
 		flags |= EVENT_F_UNTRACKED;
@@ -508,10 +526,18 @@ static __always_inline int track_fork(struct task_struct *parent, struct task_st
 
 	pm = bpf_map_lookup_elem(&members, &forker);
 	if (!pm) {
+		struct arm *a;
+
+		/* A new root, unless the other fork hook inserted it already. */
 		if (spawn_tid && (__u32)parent->pid == spawn_tid) {
 			if (seen_already(pid, child, caught))
 				return 0;
-			return spawn_root(parent, child, pid);
+			return spawn_root(parent, child, pid, spawn_root_flags | ROOT_F_SPAWNING, 0, EVENT_F_ROOT);
+		}
+		if (arms_count && (a = bpf_map_lookup_elem(&arms, &forker)) && a->start == start_ticks(parent)) {
+			if (seen_already(pid, child, caught))
+				return 0;
+			return spawn_root(parent, child, pid, ROOT_F_ARMED, a->cookie, EVENT_F_ROOT | EVENT_F_ARMED);
 		}
 		/* A doomed process's children are as untracked as it is. */
 		if (doomed_count && kill_if_doomed(forker, parent))
@@ -610,7 +636,7 @@ int catch_fork(struct trace_event_raw_sched_process_fork *ctx)
 	struct task_struct *child;
 	__u32 forker = parent->tgid;
 
-	if (!bpf_map_lookup_elem(&members, &forker) && !doomed_count &&
+	if (!bpf_map_lookup_elem(&members, &forker) && !doomed_count && !arms_count &&
 	    !(spawn_tid && (__u32)parent->pid == spawn_tid))
 		return 0;
 	child = bpf_task_from_pid(ctx->child_pid);

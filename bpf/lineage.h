@@ -30,11 +30,13 @@ enum event_flag {
 	EVENT_F_ARGS_TRUNCATED = 1 << 3,
 	/* uid and euid hold the process's credentials after the exec */
 	EVENT_F_CREDS = 1 << 4,
+	/* the root was forked by an armed process: its roots entry names the arm */
+	EVENT_F_ARMED = 1 << 5,
 	/* the kernel spares the process for a keep rule: it exec'd a kept
 	 * program (exec), or it inherits its forker's mark (fork) */
-	EVENT_F_SPARED = 1 << 5,
+	EVENT_F_SPARED = 1 << 6,
 	/* only the second fork hook saw the fork: the kernel skipped the first */
-	EVENT_F_CAUGHT = 1 << 6,
+	EVENT_F_CAUGHT = 1 << 7,
 };
 
 /* root.flags */
@@ -47,9 +49,11 @@ enum root_flag {
 	 * the root it meant to start and drops any other (the Go runtime may
 	 * fork a probe process of its own during the same start) */
 	ROOT_F_SPAWNING = 1 << 2,
+	/* forked by an armed process (the arms map): cookie names the arm */
+	ROOT_F_ARMED = 1 << 3,
 	/* a keep rule keeps the whole lineage: every member it forks is born
 	 * spared (MEMBER_F_SPARED), whatever it execs */
-	ROOT_F_KEPT = 1 << 3,
+	ROOT_F_KEPT = 1 << 4,
 };
 
 /* member.flags */
@@ -112,6 +116,19 @@ struct member {
 struct root {
 	__u64 start;
 	enum root_flag flags;
+	__u32 cookie; /* ROOT_F_ARMED: the arm's cookie at the fork; 0 otherwise */
+};
+
+/*
+ * The value of the arms map, keyed by the armed process's thread-group id:
+ * whatever that process forks, from any of its threads, while it is not a
+ * member, is a new root carrying cookie. start is the armed process's own,
+ * so that an entry left for a process that is gone can't arm a stranger
+ * that got its pid.
+ */
+struct arm {
+	__u64 start;
+	__u32 cookie;
 	__u32 _pad;
 };
 

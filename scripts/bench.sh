@@ -31,5 +31,9 @@ echo "== lineage run through a daemon, beside standalone (cmd/lineage-bench -onl
 $pin "$out/lineage-bench" -lineage "$bin" -only daemon | tee "$out/lineage-bench-daemon.md"
 
 echo
+echo "== the clients: Client.run over subprocess.run, the pytest plugin's cost a test (cmd/lineage-bench -only clients)"
+$pin "$out/lineage-bench" -lineage "$bin" -only clients | tee "$out/lineage-bench-clients.md"
+
+echo
 echo "== Go benchmarks: /proc scan cost, reap latency (go test -bench)"
 go test -run '^$' -bench . -benchtime 3x -timeout 30m ./internal/lineage ./internal/proc ./internal/loader ./internal/reap ./internal/record ./internal/report | tee "$out/go-bench.txt"

@@ -1,5 +1,5 @@
 // Command lineage-bench measures what lineage costs, side by side in one
-// run, and prints the table the README shows:
+// run, and prints the tables docs/benchmarks.md shows:
 //
 //   - the fork+exit+wait and fork+exec+wait rates of a spawner with no
 //     tracker, with the BPF tracker loaded but not tracking it, and with the
@@ -11,12 +11,16 @@
 //     (daemonforks_linux.go);
 //   - with -record, only the spawner's rates under `lineage run` with and
 //     without --record;
-//   - the reap latency of `lineage run` (job exit → lineage exit) with 100,
-//     1,000 and 5,000 leftovers, against the pidfd floor;
+//   - the reap at every width (10 to 5,000 leftovers): cgroup.kill, a
+//     minimal pidfd killer, `lineage run` standalone and through the
+//     daemon, and a session close, job exit → reaper exit;
 //   - the sidecar's: `lineage exec -- true` over `true`, registering a
 //     process with 1,000 descendants, closing a session of 100 roots with
 //     10 leftovers each beside the pidfd floor for 1,000, and the daemon's
-//     RSS idle and with 10,000 members.
+//     RSS idle and with 10,000 members;
+//   - with -only clients, the Python client's Client.run(["true"]) over
+//     subprocess.run(["true"]), and the pytest plugin's cost per test on
+//     1,000 trivial tests (clients_linux.go).
 //
 // It needs root (the BPF tracker) and gcc (the spawner is a small C program,
 // so that the Go runtime's own fork cost doesn't blur the figures).
@@ -31,6 +35,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -47,27 +52,26 @@ func main() {
 	variantList := flag.String("variants", "full,compat", "the BPF program variants to measure side by side (auto: the one this kernel gets); one this kernel refuses is left out")
 	guardRuns := flag.Int("guardian-forks", 2000, "forks per `lineage run` spawner measurement, guardian on and off (0: skip)")
 	recordOnly := flag.Bool("record", false, "measure only what `lineage run --record` costs the spawner")
-	reapRounds := flag.Int("reap-rounds", 3, "interleaved rounds per reap latency figure")
-	only := flag.String("only", "", `"reap": measure the reap latency alone; "daemon": lineage run through a daemon against standalone; "serve": the sidecar's figures alone`)
+	reapRounds := flag.Int("reap-rounds", 3, "interleaved rounds per reap figure")
+	reapSizes := flag.String("reap-sizes", "10,100,300,1000,5000", "the numbers of leftovers the reap is measured at")
+	only := flag.String("only", "", `"reap": measure the reap latency alone; "daemon": lineage run through a daemon against standalone; "serve": the sidecar's figures alone; "clients": the Python client's and the pytest plugin's`)
+	cf := clientFlags()
 	sb := serveFlags()
-	backends := flag.String("reap-backends", "bpf,proc", "the backends whose reap latency is measured")
-	baseline := flag.String("reap-baseline", "", "another lineage binary (an older build) whose bpf reap latency is measured in the same rounds")
 	fr := forkFlags()
 	flag.Parse()
-	if *only == "serve" {
-		fmt.Printf("## lineage benchmarks\n\n%s\n\n%s\n\n", machine(), binaries(*lineageBin))
-		benchServe(*lineageBin, *sb)
-		return
+	sizes, err := parseSizes(*reapSizes)
+	if err != nil {
+		fail(err)
 	}
-	if *only == "daemon" {
-		fmt.Printf("## lineage benchmarks\n\n%s\n\n%s\n\n", machine(), binaries(*lineageBin))
-		benchDaemon(*lineageBin, *runs, *fr)
-		return
+	alone := map[string]func(){
+		"serve":   func() { benchServe(*lineageBin, *sb) },
+		"clients": func() { benchClients(*lineageBin, *cf) },
+		"daemon":  func() { benchDaemon(*lineageBin, *runs, *fr) },
+		"reap":    func() { benchReap(*lineageBin, sizes, *reapRounds) },
 	}
-	reapCols := reapColumns(*lineageBin, *baseline, strings.Split(*backends, ","))
-	if *only == "reap" {
+	if bench, ok := alone[*only]; ok {
 		fmt.Printf("## lineage benchmarks\n\n%s\n\n%s\n\n", machine(), binaries(*lineageBin))
-		benchReap(reapCols, *reapRounds)
+		bench()
 		return
 	}
 
@@ -113,31 +117,30 @@ func main() {
 		fail(err)
 	}
 	printWalls(walls)
-	benchReap(reapCols, *reapRounds)
+	benchReap(*lineageBin, sizes, *reapRounds)
 	benchServe(*lineageBin, *sb)
 }
 
-// reapColumns names what the reap latency is measured for: the baseline
-// binary's bpf backend, if given, then lineage's with each backend.
-func reapColumns(lineageBin, baseline string, backends []string) []reapColumn {
-	var cols []reapColumn
-	if baseline != "" {
-		cols = append(cols, reapColumn{name: "baseline, bpf", bin: baseline, backend: "bpf"})
+// parseSizes reads -reap-sizes.
+func parseSizes(list string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-reap-sizes: %q is not a number of leftovers", f)
+		}
+		out = append(out, n)
 	}
-	for _, b := range backends {
-		cols = append(cols, reapColumn{name: "`lineage run`, " + b, bin: lineageBin, backend: b})
-	}
-	return cols
+	return out, nil
 }
 
-func benchReap(cols []reapColumn, rounds int) {
-	sizes := []int{100, 1000, 5000}
+func benchReap(lineageBin string, sizes []int, rounds int) {
 	load := loadAverage()
-	res, err := measureReap(cols, sizes, rounds)
+	res, cols, err := measureReap(lineageBin, sizes, rounds)
 	if err != nil {
 		fail(err)
 	}
-	printReap(res, sizes, cols, load)
+	printReap(res, sizes, cols, rounds, load)
 }
 
 // temps are the temporary directories the benchmark made and has not

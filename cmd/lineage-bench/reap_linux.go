@@ -2,21 +2,29 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// The reap latency of `lineage run`: from the job's last instruction to
-// lineage's exit, with N leftovers that obey SIGTERM, beside the floor: the
-// least it costs to kill N such processes through pidfds and see each one
-// die. Both use the same leftovers (setsid sleep, started by a shell).
+// The reap at every width: the same N leftovers (setsid'd sleepers that
+// obey SIGTERM, started by a shell whose last instruction says "exit")
+// ended by cgroup.kill (the leftovers born in a scratch cgroup), by a
+// minimal pidfd killer (SIGTERM to each through a pidfd, then each death
+// seen on its pidfd), by `lineage run` with a tracker of its own, by
+// `lineage run` through the daemon, and by a session close. Each is timed
+// from the job's exit (the shell's "exit"; for the close, the request)
+// to the reaper's end (its exit; the killers' last death; the close's
+// answer), interleaved round by round.
 
 // leftovers is the job: it starts n setsid sleepers, then says "exit" on
 // stdout as its last instruction.
@@ -24,9 +32,24 @@ func leftovers(n int) string {
 	return "i=0; while [ $i -lt " + strconv.Itoa(n) + " ]; do setsid sleep 600 </dev/null >/dev/null 2>&1 & i=$((i+1)); done; echo exit"
 }
 
-// reapLatency runs the job under lineage and times job exit → lineage exit.
-func reapLatency(lineageBin string, n int, backend string) (time.Duration, error) {
-	cmd := exec.Command(lineageBin, "run", "--standalone", "--backend", backend, "--linger", "0", "--", "sh", "-c", leftovers(n))
+// awaitExit reads the job's stdout up to its "exit" line.
+func awaitExit(stdout io.Reader) error {
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "exit\n" {
+		return fmt.Errorf("the job said %q: %v", line, err)
+	}
+	return nil
+}
+
+// runReap runs the job under `lineage run` (through the daemon at sock
+// when it is set) and times job exit → lineage exit.
+func runReap(lineageBin, sock string, n int) (time.Duration, error) {
+	args := []string{"run", "--linger", "0"}
+	if sock == "" {
+		args = append(args, "--standalone", "--backend", "bpf")
+	}
+	cmd := exec.Command(lineageBin, append(args, "--", "sh", "-c", leftovers(n))...)
+	cmd.Env = append(os.Environ(), "LINEAGE_SOCKET="+orNowhere(sock))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return 0, err
@@ -36,23 +59,33 @@ func reapLatency(lineageBin string, n int, backend string) (time.Duration, error
 	if err := cmd.Start(); err != nil {
 		return 0, err
 	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	start := time.Now()
-	if err != nil || line != "exit\n" {
-		cmd.Process.Kill()
-		cmd.Wait()
-		return 0, fmt.Errorf("lineage run: job said %q: %v", line, err)
+	if err := awaitExit(stdout); err != nil {
+		_ = cmd.Process.Kill() // our child, not yet waited for
+		_ = cmd.Wait()
+		return 0, fmt.Errorf("lineage run: %w", err)
 	}
+	start := time.Now()
 	_, _ = io.Copy(io.Discard, stdout)
 	err = cmd.Wait()
 	took := time.Since(start)
 	if err != nil {
 		return 0, fmt.Errorf("lineage run: %v: %s", err, stderr.String())
 	}
-	if !strings.Contains(stderr.String(), fmt.Sprintf("%d processes left behind", n)) {
+	if !strings.Contains(stderr.String(), fmt.Sprintf("%d %s left behind", n, map[bool]string{true: "process", false: "processes"}[n == 1])) {
 		return 0, fmt.Errorf("lineage run: %d leftovers not all found: %s", n, firstLine(stderr.String()))
 	}
+	if sock != "" && !strings.Contains(stderr.String(), "via daemon") {
+		return 0, fmt.Errorf("lineage run did not run through the daemon: %s", firstLine(stderr.String()))
+	}
 	return took, nil
+}
+
+// orNowhere is sock, or a socket no daemon listens on.
+func orNowhere(sock string) string {
+	if sock == "" {
+		return "/nonexistent/lineage-bench.sock"
+	}
+	return sock
 }
 
 func firstLine(s string) string {
@@ -60,10 +93,12 @@ func firstLine(s string) string {
 	return s
 }
 
-// killFloor starts the same leftovers as children of this process (a
-// child subreaper), then kills them all through pidfds and waits until each
-// pidfd says its process is gone; it reaps them after the clock stops.
-func killFloor(n int) (time.Duration, error) {
+// pidfdKill starts the leftovers as children of this process (a child
+// subreaper), then, once the job has exited, sends sig to each through a
+// pidfd and waits until each pidfd says its process is gone; it reaps
+// them after the clock stops. It is the least a reaper of identities can
+// do: no check, no report.
+func pidfdKill(n int, sig unix.Signal) (time.Duration, error) {
 	if err := exec.Command("sh", "-c", leftovers(n)+" >/dev/null").Run(); err != nil {
 		return 0, err
 	}
@@ -71,6 +106,7 @@ func killFloor(n int) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
+	defer reapChildren(pids)
 	start := time.Now()
 	fds := make([]unix.PollFd, 0, len(pids))
 	for _, pid := range pids {
@@ -80,8 +116,8 @@ func killFloor(n int) (time.Duration, error) {
 			return 0, fmt.Errorf("pidfd_open %d: %w", pid, err)
 		}
 		defer unix.Close(fd)
-		if err := unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0); err != nil {
-			return 0, fmt.Errorf("kill %d: %w", pid, err)
+		if err := unix.PidfdSendSignal(fd, sig, nil, 0); err != nil {
+			return 0, fmt.Errorf("signal %d: %w", pid, err)
 		}
 		fds = append(fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
 	}
@@ -97,12 +133,85 @@ func killFloor(n int) (time.Duration, error) {
 		}
 		fds = left
 	}
-	took := time.Since(start)
-	for _, pid := range pids {
-		var ws unix.WaitStatus
-		_, _ = unix.Wait4(pid, &ws, 0, nil)
+	return time.Since(start), nil
+}
+
+// cgroupKill starts the job in a scratch cgroup of the unified hierarchy
+// (clone3 into it: its leftovers are born there), then, once the job has
+// exited, writes 1 to cgroup.kill and waits until cgroup.events says the
+// cgroup is empty. The leftovers are reparented to this process (a child
+// subreaper), which reaps them after the clock stops.
+func cgroupKill(root string, n int) (time.Duration, error) {
+	dir, err := os.MkdirTemp(root, "lineage-bench-")
+	if err != nil {
+		return 0, fmt.Errorf("scratch cgroup: %w", err)
 	}
-	return took, nil
+	defer os.Remove(dir)
+	cg, err := os.Open(dir)
+	if err != nil {
+		return 0, err
+	}
+	defer cg.Close()
+	cmd := exec.Command("sh", "-c", leftovers(n))
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(cg.Fd())}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, err
+	}
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("start in the cgroup: %w", err)
+	}
+	if err := awaitExit(stdout); err != nil {
+		return 0, err
+	}
+	_ = cmd.Wait()
+	pids, err := sleepingChildren(n)
+	if err != nil {
+		return 0, err
+	}
+	defer reapChildren(pids)
+	events, err := os.Open(filepath.Join(dir, "cgroup.events"))
+	if err != nil {
+		return 0, err
+	}
+	defer events.Close()
+	start := time.Now()
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0); err != nil {
+		return 0, fmt.Errorf("cgroup.kill: %w", err)
+	}
+	// cgroup.events is a pollable file: a change of populated wakes
+	// POLLPRI.
+	buf := make([]byte, 256)
+	for {
+		k, err := events.ReadAt(buf, 0)
+		if err != nil && err != io.EOF {
+			return 0, err
+		}
+		if bytes.Contains(buf[:k], []byte("populated 0")) {
+			return time.Since(start), nil
+		}
+		fds := []unix.PollFd{{Fd: int32(events.Fd()), Events: unix.POLLPRI}}
+		if _, err := unix.Poll(fds, 1000); err != nil && err != unix.EINTR {
+			return 0, err
+		}
+	}
+}
+
+// unifiedRoot is where the unified cgroup hierarchy (cgroup2) is mounted,
+// or "" when it is not.
+func unifiedRoot() string {
+	raw, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	for line := range strings.Lines(string(raw)) {
+		pre, post, ok := strings.Cut(line, " - ")
+		f := strings.Fields(pre)
+		if ok && len(f) > 4 && strings.HasPrefix(post, "cgroup2 ") {
+			return f[4]
+		}
+	}
+	return ""
 }
 
 // sleepingChildren returns the pids of this process's children that run
@@ -137,8 +246,17 @@ func sleepingChildren(n int) ([]int, error) {
 	return nil, fmt.Errorf("%d sleepers did not all start", n)
 }
 
+// reapChildren waits for each of pids, this process's children, once it
+// has died.
+func reapChildren(pids []int) {
+	for _, pid := range pids {
+		var ws unix.WaitStatus
+		_, _ = unix.Wait4(pid, &ws, 0, nil)
+	}
+}
+
 // becomeSubreaper makes the leftovers of the floor's shell this process's
-// children, so that their pids stay theirs until killFloor reaps them.
+// children, so that their pids stay theirs until they are reaped.
 func becomeSubreaper() error {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("subreaper: %w", err)
@@ -146,61 +264,102 @@ func becomeSubreaper() error {
 	return nil
 }
 
+// The reapers, in the table's order.
+const (
+	reaperCgroup = "cgroup.kill"
+	reaperPidfd  = "pidfd killer"
+	reaperRun    = "`lineage run`"
+	reaperDaemon = "`lineage run` via daemon"
+	reaperClose  = "session close"
+)
+
+var reapers = []string{reaperCgroup, reaperPidfd, reaperRun, reaperDaemon, reaperClose}
+
 type reapKey struct {
-	n    int
-	what string // "floor", or a column's name
+	n      int
+	reaper string
 }
 
-// reapColumn is one lineage binary and backend whose reap latency is
-// measured beside the floor.
-type reapColumn struct {
-	name, bin, backend string
-}
-
-// measureReap measures each size, the floor and every column interleaved.
-func measureReap(cols []reapColumn, sizes []int, rounds int) (map[reapKey][]float64, error) {
+// measureReap times every reaper at every size, interleaved round by
+// round; a reaper this machine can't run (no cgroup2) is left out.
+func measureReap(lineageBin string, sizes []int, rounds int) (map[reapKey][]float64, []string, error) {
 	if err := becomeSubreaper(); err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	d, err := startBenchDaemon(lineageBin, false, "")
+	if err != nil {
+		return nil, nil, fmt.Errorf("daemon: %w", err)
+	}
+	defer d.stop()
+	cgroups := unifiedRoot()
+	var cols []string
+	for _, r := range reapers {
+		if r != reaperCgroup || cgroups != "" {
+			cols = append(cols, r)
+		}
 	}
 	out := make(map[reapKey][]float64)
-	for r := 0; r < rounds; r++ {
+	for round := 0; round < rounds; round++ {
 		for _, n := range sizes {
-			d, err := killFloor(n)
-			if err != nil {
-				return nil, fmt.Errorf("floor, %d members: %w", n, err)
-			}
-			out[reapKey{n, "floor"}] = append(out[reapKey{n, "floor"}], float64(d))
-			for _, c := range cols {
-				d, err := reapLatency(c.bin, n, c.backend)
-				if err != nil {
-					return nil, fmt.Errorf("%s, %d members: %w", c.name, n, err)
+			for _, r := range cols {
+				var took time.Duration
+				switch r {
+				case reaperCgroup:
+					took, err = cgroupKill(cgroups, n)
+				case reaperPidfd:
+					took, err = pidfdKill(n, unix.SIGTERM)
+				case reaperRun:
+					took, err = runReap(lineageBin, "", n)
+				case reaperDaemon:
+					took, err = runReap(lineageBin, d.sock, n)
+				case reaperClose:
+					took, err = closeOnce(d, fmt.Sprintf("bench-reap-%d-%d", round, n), 1, n)
 				}
-				out[reapKey{n, c.name}] = append(out[reapKey{n, c.name}], float64(d))
+				if err != nil {
+					return nil, nil, fmt.Errorf("%s, %d leftovers: %w", r, n, err)
+				}
+				out[reapKey{n, r}] = append(out[reapKey{n, r}], float64(took))
 			}
 		}
 	}
-	return out, nil
+	return out, cols, nil
 }
 
-func printReap(res map[reapKey][]float64, sizes []int, cols []reapColumn, load string) {
-	fmt.Println("### Reap latency: job exit → lineage exit, leftovers that obey SIGTERM (median of interleaved rounds)")
+func printReap(res map[reapKey][]float64, sizes []int, cols []string, rounds int, load string) {
+	fmt.Println("### Reap at every width: job exit → reaper exit, leftovers that obey SIGTERM")
 	fmt.Println()
-	fmt.Printf("Load average at the start: %s.\n\n", load)
-	fmt.Print("| members | floor (pidfd kill + confirm) |")
+	fmt.Printf("Median of %d interleaved rounds, min–max in brackets; ×: against cgroup.kill in the same rounds. Load average at the start: %s.\n\n", rounds, load)
+	fmt.Print("| leftovers |")
 	for _, c := range cols {
-		fmt.Printf(" %s |", c.name)
+		fmt.Printf(" %s |", c)
 	}
-	fmt.Print("\n|---|---|" + strings.Repeat("---|", len(cols)) + "\n")
+	fmt.Print("\n|---|" + strings.Repeat("---|", len(cols)) + "\n")
 	for _, n := range sizes {
-		floor := median(res[reapKey{n, "floor"}])
-		fmt.Printf("| %d | %s |", n, ms(floor))
+		base := median(res[reapKey{n, reaperCgroup}])
+		fmt.Printf("| %d |", n)
 		for _, c := range cols {
-			m := median(res[reapKey{n, c.name}])
-			fmt.Printf(" %s (%.2f×) |", ms(m), m/floor)
+			xs := res[reapKey{n, c}]
+			m := median(xs)
+			fmt.Printf(" %s [%s–%s]", ms(m), ms(minOf(xs)), ms(maxOf(xs)))
+			if base > 0 && c != reaperCgroup {
+				fmt.Printf(" %.2f×", m/base)
+			}
+			fmt.Print(" |")
 		}
 		fmt.Println()
 	}
 	fmt.Println()
+}
+
+func minOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	m := xs[0]
+	for _, x := range xs {
+		m = min(m, x)
+	}
+	return m
 }
 
 func ms(ns float64) string { return time.Duration(ns).Round(100 * time.Microsecond).String() }

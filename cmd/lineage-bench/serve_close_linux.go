@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/server"
+	"golang.org/x/sys/unix"
 )
 
 // measureClose times a session close of roots roots with each leftovers
@@ -24,7 +25,7 @@ func measureClose(daemons map[string]*serveDaemon, rounds, roots, each int) (map
 	slices.Sort(names)
 	out := make(map[string][]float64)
 	for r := 0; r < rounds; r++ {
-		floor, err := killFloor(roots * each)
+		floor, err := pidfdKill(roots*each, unix.SIGKILL)
 		if err != nil {
 			return nil, fmt.Errorf("floor: %w", err)
 		}

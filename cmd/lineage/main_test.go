@@ -33,9 +33,13 @@ func TestMain(m *testing.M) {
 	}
 	switch mode := os.Getenv(testModeEnv); mode {
 	case "":
-		os.Exit(m.Run())
+		code := m.Run()
+		removeVenv()
+		os.Exit(code)
 	case "lineage":
 		os.Exit(execute(os.Args[1:]))
+	case "agent-host":
+		os.Exit(agentHost())
 	case "leader-exit":
 		// The leader thread exits; another thread runs on, for a finite
 		// time, as every test process does.

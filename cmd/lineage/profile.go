@@ -10,7 +10,7 @@ import (
 // startProfiles writes a CPU profile to $LINEAGE_CPUPROFILE and a block
 // profile to $LINEAGE_BLOCKPROFILE, when set, for the whole run; the
 // function it returns writes them out. It is how the reap's latency was
-// profiled (README, "Reap latency").
+// profiled (docs/benchmarks.md).
 func startProfiles() (stop func()) {
 	cpu, block := os.Getenv("LINEAGE_CPUPROFILE"), os.Getenv("LINEAGE_BLOCKPROFILE")
 	var cpuFile *os.File

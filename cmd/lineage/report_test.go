@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -109,7 +110,7 @@ func TestReportRunFormats(t *testing.T) {
 			}
 			switch format {
 			case "tree":
-				if !strings.Contains(out, `LEAK daemon \x1b[31m`) {
+				if !strings.Contains(out, `LEAK daemon '\x1b[31m'`) {
 					t.Errorf("tree:\n%s", out)
 				}
 			case "html":
@@ -179,5 +180,20 @@ func TestReportBadInput(t *testing.T) {
 	}
 	if _, _, err := runReport(t, &reportOptions{File: huge, Format: "html"}); !errors.Is(err, report.ErrTooLarge) || !strings.Contains(err.Error(), "chrome-trace") {
 		t.Errorf("huge: %v", err)
+	}
+}
+
+// lineage report, given a run report instead of a record, says what the
+// file is and how to record one, and exits non-zero.
+func TestReportOfARunReportSaysWhatItIs(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.json")
+	run := lineageCmd("run", "--standalone", "--backend", "proc", "--report", path, "--", "true")
+	if out, err := run.CombinedOutput(); err != nil {
+		t.Fatalf("lineage run: %v\n%s", err, out)
+	}
+	out, err := lineageCmd("report", path).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || !strings.Contains(string(out), "this is a run report (lineage run --report), not a record") || !strings.Contains(string(out), "lineage run --record") {
+		t.Errorf("lineage report of a run report: %v\n%s", err, out)
 	}
 }

@@ -68,7 +68,7 @@ what was left behind and what happened to each; --report writes it as JSON.
 SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to lineage are passed on to COMMAND;
 once COMMAND has exited, the lineage is reaped as usual. Any other signal
 that would end lineage (SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF,
-SIGXCPU, SIGXFSZ, SIGPWR, SIGSTKFLT) reaps the lineage at once and makes
+SIGXCPU, SIGXFSZ, SIGPWR, SIGSTKFLT, SIGIO) reaps the lineage at once and makes
 lineage exit 128+N. SIGPIPE is ignored. A reap gives up after --reap-timeout
 and reports what survived.
 

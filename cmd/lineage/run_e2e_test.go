@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -115,7 +117,9 @@ type runResult struct {
 	code   int
 	stderr string
 	report *job.Report
-	// maxRSS is lineage's peak resident set, in KiB.
+	// maxRSS is lineage's peak resident set, in KiB, as its own mm
+	// counted it (VmHWM): not the rusage of a child os/exec started with
+	// vfork, which begins at its parent's peak.
 	maxRSS int64
 }
 
@@ -158,6 +162,7 @@ func runJob(t *testing.T, mark string, env []string, args ...string) runResult {
 
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	peak := watchPeakRSS(cmd.Process.Pid)
 	var err error
 	select {
 	case err = <-done:
@@ -166,10 +171,7 @@ func runJob(t *testing.T, mark string, env []string, args ...string) runResult {
 		<-done
 		t.Fatalf("lineage run did not finish within %v; stderr:\n%s", runLimit(), stderr.String())
 	}
-	res := runResult{stderr: stderr.String()}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		res.maxRSS = ru.Maxrss
-	}
+	res := runResult{stderr: stderr.String(), maxRSS: peak()}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
@@ -203,6 +205,41 @@ func runJob(t *testing.T, mark string, env []string, args ...string) runResult {
 		t.Logf("lineage stderr:\n%s", res.stderr)
 	}
 	return res
+}
+
+// watchPeakRSS reads pid's VmHWM every few milliseconds, until the
+// returned function is called (once pid has exited), which returns the
+// last reading, in KiB. VmHWM only grows while the process lives, so the
+// last reading is its peak up to a few milliseconds before its exit.
+func watchPeakRSS(pid int) func() int64 {
+	var last atomic.Int64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		path := fmt.Sprintf("/proc/%d/status", pid)
+		for {
+			if b, err := os.ReadFile(path); err == nil {
+				for line := range strings.Lines(string(b)) {
+					if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+						if kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64); err == nil && kb > 0 {
+							last.Store(kb)
+						}
+					}
+				}
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	return func() int64 {
+		close(stop)
+		<-done
+		return last.Load()
+	}
 }
 
 // escape is a job that leaves something behind.

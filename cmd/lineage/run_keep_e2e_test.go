@@ -101,13 +101,9 @@ func keptSurvivesHardCancel(t *testing.T, kept string, v loader.Variant) bool {
 		}
 	}()
 	if v == loader.VariantCompat {
-		deadline := time.Now().Add(runLimit())
-		for !strings.Contains(readAll(stderr.Name()), "reaps the lineage if lineage is killed") {
-			if time.Now().After(deadline) {
-				t.Fatalf("lineage does not say its guardian runs; stderr:\n%s", readAll(stderr.Name()))
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		testutil.Eventually(t, runLimit(), "lineage to say its guardian runs", func() bool {
+			return strings.Contains(readAll(stderr.Name()), "reaps the lineage if lineage is killed")
+		})
 	}
 	if err := os.WriteFile(trigger, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -130,10 +126,7 @@ func keptSurvivesHardCancel(t *testing.T, kept string, v loader.Variant) bool {
 		return false
 	}
 	// Everything else dies: at once in the kernel, or by the guardian.
-	deadline := time.Now().Add(20 * time.Second)
-	for others(mark, keptProc.PID) > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Until(20*time.Second, func() bool { return others(mark, keptProc.PID) == 0 })
 	if n := others(mark, keptProc.PID); n > 0 {
 		t.Errorf("%d processes besides the kept one outlived the hard cancel: %v", n, testutil.Find(mark))
 	}
@@ -201,13 +194,9 @@ func TestRunKeptPathReplacedIsKeptAndSaid(t *testing.T) {
 		t.Fatalf("first run of the new file said %q, %v", line, err)
 	}
 	said := "the file at " + kept + " changed since the rule was made"
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(readAll(stderr.Name()), said) {
-		if time.Now().After(deadline) {
-			t.Fatalf("lineage does not say the kept file changed; stderr:\n%s", readAll(stderr.Name()))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 10*time.Second, "lineage to say the kept file changed", func() bool {
+		return strings.Contains(readAll(stderr.Name()), said)
+	})
 	if err := os.WriteFile(trigger, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -225,10 +214,7 @@ func TestRunKeptPathReplacedIsKeptAndSaid(t *testing.T) {
 			t.Errorf("run %s of the replaced kept program died in the hard cancel; stderr:\n%s", n, readAll(stderr.Name()))
 		}
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for len(testutil.Sleepers(mark)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Until(10*time.Second, func() bool { return len(testutil.Sleepers(mark)) == 0 })
 	if left := testutil.Sleepers(mark); len(left) > 0 {
 		t.Errorf("the sleeper outlived the hard cancel: %v", left)
 	}

@@ -83,11 +83,11 @@ func TestServeKeepRemoved(t *testing.T) {
 	for timeout := time.After(10 * time.Second); ; {
 		select {
 		case line := <-lines:
-			if strings.Contains(line, `"kind":"keep"`) && strings.Contains(line, `"reason":"unkeep `+id+`"`) {
+			if strings.Contains(line, `"kind":"unkeep"`) && strings.Contains(line, `"reason":"unkeep `+id+`"`) {
 				return
 			}
 		case <-timeout:
-			t.Fatal("no keep event for the removal in the stream")
+			t.Fatal("no unkeep event for the removal in the stream")
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
@@ -48,12 +49,14 @@ func TestServeProcKeptMemberIsNeverLeftStopped(t *testing.T) {
 	testutil.CheckNoLeaks(t, mark)
 	s := testutil.Sleep(mark)
 	// The kept shell forks all along, so that its children are stopped
-	// and killed while it is spared.
+	// and killed while it is spared. It counts only the sleeps that slept:
+	// a child killed at birth returns at once, and a loop that counted
+	// those would end early during a long reap, as if it had been killed.
 	// The root lives on until the turn end: the poller links a child to
 	// its root only while its parent is there to be read, and a loaded
 	// machine can delay the first poll past a short-lived root.
 	d.startExec("pk", "autonomous", "sh", "-c", fmt.Sprintf(
-		"setsid sh -c 'i=0; while [ $i -lt 2000 ]; do sleep 0.01; i=$((i+1)); done' kept-%[1]s1 & setsid sleep %[1]s2 & sleep %[1]s3", s))
+		"setsid sh -c 'i=0; while [ $i -lt 2000 ]; do sleep 0.01 && i=$((i+1)); done' kept-%[1]s1 & setsid sleep %[1]s2 & sleep %[1]s3", s))
 	kept := atLeastProcs(t, "kept-"+s+"1")
 	other := atLeastSleepers(t, s+"2", 1)
 	keepOnceMember(t, d, kept)
@@ -67,10 +70,28 @@ func TestServeProcKeptMemberIsNeverLeftStopped(t *testing.T) {
 		t.Errorf("no member was stopped: the proc backend's containment was not used: %+v", end)
 	}
 	notStopped(t, kept, "after the turn end")
-	d.do("POST", "/v1/sessions/pk/close", nil, &end)
+	neverSignalled(t, end, kept)
+	// A fresh answer: decoding into the last one would keep what its
+	// outcomes had and this one omits.
+	var closed server.Ended
+	d.do("POST", "/v1/sessions/pk/close", nil, &closed)
 	notStopped(t, kept, "after the close")
+	neverSignalled(t, closed, kept)
 	if !testutil.KillIdentity(kept.PID, kept.StartTicks) {
 		t.Error("the kept shell could not be ended")
+	}
+}
+
+// neverSignalled fails t if end's outcome for p says it was sent anything,
+// or was anything but kept.
+func neverSignalled(t *testing.T, end server.Ended, p testutil.Proc) {
+	t.Helper()
+	for _, r := range end.Roots {
+		for _, o := range r.Outcomes {
+			if int(o.Process.PID) == p.PID && o.Process.StartTicks == p.StartTicks && (o.Result != lineage.Kept || len(o.Signals) > 0) {
+				t.Errorf("the kept process %d: %s (%s), signals %v", p.PID, o.Result, o.Reason, o.Signals)
+			}
+		}
 	}
 }
 

@@ -53,18 +53,18 @@ func (r *run) checkBPFLSM() Check {
 func (r *run) checkBPFFS() Check {
 	c := Check{Name: CheckBPFFS, Status: Info}
 	if r.mntErr != nil {
-		c.Detail = fmt.Sprintf("unknown (%v); lineage doesn't pin anything today, so it doesn't need bpffs", r.mntErr)
+		c.Detail = fmt.Sprintf("unknown (%v); lineage serve pins its tracker on bpffs (--pin-dir) and mounts it at /sys/fs/bpf when it is missing; lineage run pins nothing", r.mntErr)
 		return c
 	}
 	at := r.mountpoints("bpf")
 	switch {
 	case slices.Contains(at, "/sys/fs/bpf"):
 		c.Status = OK
-		c.Detail = "mounted at /sys/fs/bpf; lineage doesn't pin anything today, so it doesn't need it"
+		c.Detail = "mounted at /sys/fs/bpf, where lineage serve pins its tracker (--pin-dir), so that a restarted daemon takes it over; lineage run pins nothing"
 	case len(at) > 0:
-		c.Detail = fmt.Sprintf("mounted at %s, not /sys/fs/bpf; lineage doesn't pin anything today, so it doesn't need it", strings.Join(at, ", "))
+		c.Detail = fmt.Sprintf("mounted at %s, not /sys/fs/bpf; lineage serve mounts it at /sys/fs/bpf when it pins its tracker there (the default --pin-dir); lineage run pins nothing", strings.Join(at, ", "))
 	default:
-		c.Detail = "not mounted at /sys/fs/bpf; lineage doesn't pin anything today, so it doesn't need it"
+		c.Detail = "not mounted at /sys/fs/bpf; lineage serve mounts it there when it pins its tracker (the default --pin-dir); lineage run pins nothing"
 	}
 	return c
 }

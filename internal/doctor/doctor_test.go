@@ -341,7 +341,7 @@ func TestRefusals(t *testing.T) {
 				write(tb, sys.Root, "proc/self/mountinfo", strings.ReplaceAll(fullMountinfo, " bpf bpf ", " tmpfs tmpfs "))
 			},
 			check: CheckBPFFS, status: Info,
-			detail: []string{"not mounted at /sys/fs/bpf", "doesn't need it"},
+			detail: []string{"not mounted at /sys/fs/bpf", "lineage serve mounts it there", "lineage run pins nothing"},
 			bpf:    true,
 		},
 		{

@@ -47,7 +47,7 @@ func TestAbortSparesInTheKernelBeforeContaining(t *testing.T) {
 	root := lineage.Identity{PID: 99999998, StartTicks: 1}
 	src := &orderSource{members: []lineage.Member{{Identity: kept, Root: root}}}
 	h := &hello{Version: version, Backend: backendBPF, Grace: time.Second, Keep: rules,
-		Caller: policy.Caller{PID: 99999999, PGID: 99999999}}
+		Caller: policy.Caller{PID: 99999999}}
 	if err := abort(h, root, src, io.Discard); err != nil {
 		t.Fatal(err)
 	}

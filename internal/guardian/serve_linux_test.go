@@ -35,7 +35,7 @@ func helloLine(t *testing.T, reaping policy.Reaping) string {
 	t.Helper()
 	// The test's own parent stands in for lineage: it is protected.
 	h := hello{Version: version, Backend: backendProc, Grace: time.Second, Reaping: reaping,
-		Caller: policy.Caller{PID: 99999999, PGID: 99999999}}
+		Caller: policy.Caller{PID: 99999999}}
 	return string(encode(message{Hello: &h}))
 }
 
@@ -93,12 +93,12 @@ func TestServeRefusesABadHello(t *testing.T) {
 	for name, in := range map[string]string{
 		"not json":               "hello\n",
 		"member first":           `{"member":{"pid":1234,"start":5}}` + "\n",
-		"other version":          `{"hello":{"version":2,"caller":{"PID":5,"PGID":5},"grace":1000000000,"backend":"proc"}}` + "\n",
-		"no grace":               `{"hello":{"version":1,"caller":{"PID":5,"PGID":5},"grace":0,"backend":"proc"}}` + "\n",
+		"other version":          `{"hello":{"version":2,"caller":{"PID":5},"grace":1000000000,"backend":"proc"}}` + "\n",
+		"no grace":               `{"hello":{"version":1,"caller":{"PID":5},"grace":0,"backend":"proc"}}` + "\n",
 		"no caller":              `{"hello":{"version":1,"grace":1000000000,"backend":"proc"}}` + "\n",
-		"unknown backend":        `{"hello":{"version":1,"caller":{"PID":5,"PGID":5},"grace":1000000000,"backend":"cgroup"}}` + "\n",
-		"bpf with no files":      `{"hello":{"version":1,"caller":{"PID":5,"PGID":5},"grace":1000000000,"backend":"bpf"}}` + "\n",
-		"bpf with files we lack": `{"hello":{"version":1,"caller":{"PID":5,"PGID":5},"grace":1000000000,"backend":"bpf","files":3}}` + "\n",
+		"unknown backend":        `{"hello":{"version":1,"caller":{"PID":5},"grace":1000000000,"backend":"cgroup"}}` + "\n",
+		"bpf with no files":      `{"hello":{"version":1,"caller":{"PID":5},"grace":1000000000,"backend":"bpf"}}` + "\n",
+		"bpf with files we lack": `{"hello":{"version":1,"caller":{"PID":5},"grace":1000000000,"backend":"bpf","files":3}}` + "\n",
 		"two kinds":              `{"done":true,"member":{"pid":1234,"start":5}}` + "\n",
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -28,7 +28,7 @@ type Report struct {
 	JobTook  time.Duration    `json:"job_duration_ns"`
 	Exit     *Exit            `json:"exit,omitempty"`
 	Deadline bool             `json:"deadline_passed"`
-	// Interrupted names the signal lineage received and passed on.
+	// Interrupted names the signal lineage received and passed on ("INT").
 	Interrupted string `json:"interrupted,omitempty"`
 	// Fatal names a signal lineage received and did not pass on: it
 	// reaped at once and exited 128+N.

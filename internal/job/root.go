@@ -190,9 +190,17 @@ func (r *Root) Fill(rep *Report) {
 	}
 	rep.Interrupted, rep.Fatal = "", ""
 	if r.end.Interrupted != nil {
-		rep.Interrupted = r.end.Interrupted.String()
+		rep.Interrupted = signalName(r.end.Interrupted)
 	}
 	if r.end.Fatal != nil {
-		rep.Fatal = r.end.Fatal.String()
+		rep.Fatal = signalName(r.end.Fatal)
 	}
+}
+
+// signalName names sig as the report names signals ("INT", "TERM").
+func signalName(sig os.Signal) string {
+	if s, ok := sig.(syscall.Signal); ok {
+		return lineage.SignalName(s)
+	}
+	return sig.String()
 }

@@ -21,7 +21,7 @@ func TestRootFill(t *testing.T) {
 			}
 		}},
 		{name: "signal", end: End{Exited: true, Status: 9, Interrupted: os.Interrupt}, check: func(t *testing.T, r *Report) {
-			if r.Exit == nil || r.Exit.Code != nil || r.Exit.Signal != "KILL" || r.Interrupted != "interrupt" {
+			if r.Exit == nil || r.Exit.Code != nil || r.Exit.Signal != "KILL" || r.Interrupted != "INT" {
 				t.Errorf("exit %+v, interrupted %q", r.Exit, r.Interrupted)
 			}
 		}},
@@ -31,7 +31,7 @@ func TestRootFill(t *testing.T) {
 			}
 		}},
 		{name: "fatal", end: End{Fatal: os.Kill}, check: func(t *testing.T, r *Report) {
-			if r.Exit != nil || r.Fatal != "killed" {
+			if r.Exit != nil || r.Fatal != "KILL" {
 				t.Errorf("exit %+v, fatal %q", r.Exit, r.Fatal)
 			}
 		}},

@@ -48,7 +48,8 @@ type RunnerOptions struct {
 // with the backend asked for.
 func OpenRunner(ctx context.Context, c *client.Client, opts RunnerOptions) (*Runner, error) {
 	r := &Runner{c: c, opts: opts}
-	if err := c.Do(ctx, http.MethodGet, "/v1/status", nil, &r.status); err != nil {
+	var err error
+	if r.status, err = c.Status(ctx); err != nil {
 		return nil, err
 	}
 	if opts.Backend != loader.BackendAuto && opts.Backend != r.status.Backend {
@@ -76,7 +77,7 @@ func (r *Runner) Register(ctx context.Context, root lineage.Identity, command []
 		self := r.opts.Self
 		req.Owner = &self
 	}
-	err := r.c.Do(ctx, http.MethodPost, "/v1/roots", req, nil)
+	_, err := r.c.AddRoot(ctx, req)
 	// A refusal opened nothing; a lost answer may have.
 	var ae *client.APIError
 	r.open = err == nil || !errors.As(err, &ae)
@@ -92,7 +93,7 @@ func (r *Runner) End(ctx context.Context, end RemoteEnd) (*Report, error) {
 		Close: true,
 	}
 	var rep Report
-	if err := r.c.Do(ctx, http.MethodPost, "/v1/roots/"+end.Root.String()+"/end", req, &rep); err != nil {
+	if err := r.c.EndRoot(ctx, end.Root, req, &rep); err != nil {
 		if ctx.Err() != nil {
 			// Hung up: the daemon hurries the reap; wait for it to end.
 			r.awaitForgotten(end.Root, hurriedReap)
@@ -113,7 +114,7 @@ func (r *Runner) awaitForgotten(root lineage.Identity, limit time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	for ctx.Err() == nil {
-		err := r.c.Do(ctx, http.MethodGet, "/v1/roots/"+root.String(), nil, nil)
+		_, err := r.c.Root(ctx, root)
 		var ae *client.APIError
 		if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
 			return
@@ -132,7 +133,7 @@ func (r *Runner) Close(ctx context.Context) error {
 	if !r.open {
 		return nil
 	}
-	err := r.c.Do(ctx, http.MethodPost, "/v1/sessions/"+r.Session()+"/close", nil, nil)
+	_, err := r.c.CloseSession(ctx, r.Session())
 	var ae *client.APIError
 	if errors.As(err, &ae) && ae.Status == http.StatusNotFound {
 		return nil // never opened

@@ -44,18 +44,55 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) {
 	if opts.Verbose && r.Build != nil {
 		fmt.Fprintf(w, "lineage: version %s\n", r.Build)
 	}
+	job := ""
+	if r.rootListed() {
+		job = ", and the job itself"
+	}
 	switch {
-	case left == 0:
+	case left == 0 && job == "":
 		fmt.Fprintln(w, "lineage: nothing left behind")
 	case r.Reap != nil:
-		fmt.Fprintf(w, "lineage: %d %s left behind; %s (containment %s, %s):\n", left, plural(left, "process", "processes"), r.Decision, orNone(string(r.Reap.Containment)), round(r.Reap.Took))
+		fmt.Fprintf(w, "lineage: %d %s left behind%s; %s (containment %s, %s):\n", left, plural(left, "process", "processes"), job, r.decisionText(), orNone(string(r.Reap.Containment)), round(r.Reap.Took))
 	default:
-		fmt.Fprintf(w, "lineage: %d %s left behind, not killed: %s\n", left, plural(left, "process", "processes"), r.Decision)
+		fmt.Fprintf(w, "lineage: %d %s left behind%s, not killed: %s\n", left, plural(left, "process", "processes"), job, r.decisionText())
 	}
-	if left > 0 || opts.Verbose {
+	if left > 0 || job != "" || opts.Verbose {
 		r.writeTable(w, opts.Verbose)
 	}
 	r.writeNotes(w, opts.Verbose, left)
+}
+
+// rootListed reports whether the job's root itself is among the members
+// the reaper met or left running: it outlived the wait (a deadline, a
+// signal lineage did not pass on), and the table lists it as [the job].
+func (r *Report) rootListed() bool {
+	if r.Reap != nil {
+		for _, o := range r.Reap.Outcomes {
+			if o.Member.Identity == r.Root {
+				return true
+			}
+		}
+		return false
+	}
+	for _, l := range r.Leftovers {
+		if l.Identity == r.Root {
+			return true
+		}
+	}
+	return false
+}
+
+// decisionText is the decision, naming the signal that ended the job's
+// wait when one did: the root exited because lineage passed a signal on,
+// or lineage got a signal it does not pass on.
+func (r *Report) decisionText() string {
+	switch {
+	case r.Fatal != "":
+		return r.Decision + ", after lineage got SIG" + r.Fatal
+	case r.Interrupted != "":
+		return r.Decision + ", after SIG" + r.Interrupted + " was passed on to it"
+	}
+	return r.Decision
 }
 
 // backendText names the backend, and the daemon when the job ran under
@@ -75,10 +112,12 @@ const maxRows = 50
 // were left running; without verbose, at most maxRows of them.
 func (r *Report) writeTable(w io.Writer, verbose bool) {
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "  IDENTITY\tPARENT\tAGE\tSIGNAL\tRESULT\tCOMMAND")
 	rows, more := 0, 0
 	room := func() bool {
 		if verbose || rows < maxRows {
+			if rows == 0 {
+				fmt.Fprintln(tw, "  IDENTITY\tPARENT\tAGE\tSIGNAL\tRESULT\tCOMMAND")
+			}
 			rows++
 			return true
 		}

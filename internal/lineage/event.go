@@ -53,8 +53,11 @@ type Event struct {
 	ArgvTruncated bool
 	// Status is how the process ended (EventExit).
 	Status ExitStatus
-	// IsRoot is set on the EventFork that created a root.
+	// IsRoot is set on the EventFork that created a root; Armed too when
+	// an armed process forked it (its arm's cookie is in the backend's
+	// roots).
 	IsRoot bool
+	Armed  bool
 	// Untracked is set when the backend could not add the new process to the
 	// membership (the map was full). With Contained too it was killed (fail
 	// closed); alone, it escaped, and says so.

@@ -12,9 +12,6 @@ import (
 type Caller struct {
 	// PID is lineage's own pid (os.Getpid).
 	PID int
-	// PGID is lineage's process group (syscall.Getpgrp). A `lineage run` job
-	// must therefore run in a process group of its own.
-	PGID int
 	// Ancestors are the pids of lineage's ancestors by parent pid, nearest
 	// first, up to init: the CI runner or agent host that started it.
 	Ancestors []int
@@ -65,8 +62,6 @@ func (c Caller) Validate() error {
 	switch {
 	case c.PID <= 0:
 		return fmt.Errorf("%w caller: pid %d", lineage.ErrInvalid, c.PID)
-	case c.PGID <= 0:
-		return fmt.Errorf("%w caller: process group %d", lineage.ErrInvalid, c.PGID)
 	}
 	return nil
 }
@@ -91,14 +86,16 @@ type Candidate struct {
 //   - a member whose live start time differs from its recorded one (the pid
 //     was reused by a stranger);
 //   - kernel threads;
-//   - anything in lineage's own process group;
 //   - with a [Caller.User], anything that user could not signal by kill(2)
 //     (a sudo-started descendant of the user's job), or whose uids are
 //     unknown.
 //
-// Protect only ever protects: when in doubt (a zero member, a missing stat)
-// the answer is protected. The reaper checks the identity again at the
-// signal, through a pidfd.
+// Protection is by identity alone: lineage never signals a group, so a
+// member that shares lineage's process group or session is reaped like any
+// other (an agent host that starts the daemon as its own child shares its
+// group with every `cmd &` it runs). Protect only ever protects: when in
+// doubt (a zero member, a missing stat) the answer is protected. The reaper
+// checks the identity again at the signal, through a pidfd.
 func Protect(caller Caller, root lineage.Identity, c Candidate) (reason string, protected bool) {
 	m, st := c.Member, c.Stat
 	pid := int(m.PID)
@@ -122,8 +119,6 @@ func Protect(caller Caller, root lineage.Identity, c Candidate) (reason string, 
 		return fmt.Sprintf("identity mismatch: pid %d started at %d, the member at %d (pid reused)", pid, st.StartTicks, m.StartTicks), true
 	case st.Kernel:
 		return fmt.Sprintf("%s is a kernel thread", m.Identity), true
-	case st.PGRP == caller.PGID:
-		return fmt.Sprintf("%s is in lineage's own process group %d", m.Identity, st.PGRP), true
 	}
 	return protectUser(caller.User, c)
 }

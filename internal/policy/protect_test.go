@@ -9,7 +9,7 @@ import (
 )
 
 var (
-	testCaller = Caller{PID: 1000, PGID: 990, Ancestors: []int{999, 500, 1}}
+	testCaller = Caller{PID: 1000, Ancestors: []int{999, 500, 1}}
 	testRoot   = lineage.Identity{PID: 2000, StartTicks: 100}
 )
 
@@ -57,7 +57,9 @@ func TestProtect(t *testing.T) {
 			"identity mismatch: pid 2001 started at 900, the member at 150 (pid reused)"},
 		{"identity mismatch: stat older", func() Candidate { c := cand(2001, 150); c.Stat.StartTicks = 149; return c }(), true, "identity mismatch"},
 		{"kernel thread", func() Candidate { c := cand(2001, 150); c.Stat.Kernel = true; return c }(), true, "2001@150 is a kernel thread"},
-		{"lineage's process group", func() Candidate { c := cand(2001, 150); c.Stat.PGRP = 990; return c }(), true, "in lineage's own process group 990"},
+		// Protection is by identity alone: sharing lineage's process group
+		// or session protects nothing.
+		{"lineage's process group is not protected", func() Candidate { c := cand(2001, 150); c.Stat.PGRP = 990; return c }(), false, ""},
 		{"lineage's session is not protected", func() Candidate { c := cand(2001, 150); c.Stat.Session = 990; return c }(), false, ""},
 	}
 	for _, tt := range tests {
@@ -74,12 +76,12 @@ func TestProtect(t *testing.T) {
 }
 
 func TestCallerValidate(t *testing.T) {
-	for _, c := range []Caller{{}, {PID: 5}, {PGID: 5}, {PID: -1, PGID: 5}} {
+	for _, c := range []Caller{{}, {PID: -1}} {
 		if err := c.Validate(); !errors.Is(err, lineage.ErrInvalid) {
 			t.Errorf("%+v.Validate() = %v, want lineage.ErrInvalid", c, err)
 		}
 	}
-	if err := (Caller{PID: 1, PGID: 1}).Validate(); err != nil {
+	if err := (Caller{PID: 1}).Validate(); err != nil {
 		t.Errorf("lineage as pid 1 of a container: %v", err)
 	}
 }

@@ -27,16 +27,14 @@ func TestAdoptChildlessRootAndParent(t *testing.T) {
 		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
 	}
 	var child []testutil.Proc
-	for deadline := time.Now().Add(20 * time.Second); len(child) == 0; time.Sleep(20 * time.Millisecond) {
+	testutil.Eventually(t, 20*time.Second, "the shell's sleeper", func() bool {
 		for _, s := range testutil.Sleepers(mark) {
 			if s.PID != lone.Process.Pid {
 				child = append(child, s)
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the shell's sleeper did not start")
-		}
-	}
+		return len(child) > 0
+	})
 	if !p.childless(mustIdentity(t, p, lone.Process.Pid)) {
 		t.Error("a sleep with no children is not childless")
 	}

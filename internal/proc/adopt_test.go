@@ -156,10 +156,7 @@ func TestChildlessOnRealProcesses(t *testing.T) {
 	if p.childless(stale) {
 		t.Error("a process that is no longer the root counts as childless")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(testutil.Sleepers(mark)) < 2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 10*time.Second, "the shell's sleeper", func() bool { return len(testutil.Sleepers(mark)) >= 2 })
 	if p.childless(parentID) {
 		t.Error("a shell with a child counts as childless")
 	}

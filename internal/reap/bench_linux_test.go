@@ -29,7 +29,7 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkReap -benchtime 2x ./internal/reap
 //
-// The README's "Reap latency" section has the figures, and those of the
+// docs/benchmarks.md has the figures, and those of the
 // whole path (job exit → lineage exit) that lineage-bench measures.
 func BenchmarkReap(b *testing.B) {
 	const grace = 100 * time.Millisecond

@@ -246,7 +246,9 @@ func fakeReap(t *testing.T, f *fakeProc, s *fakeSignaler, src Source, opts Optio
 }
 
 // In a fake /proc, a member's pid shows another start time: the stranger is
-// never signalled. Nor are the other protected processes.
+// never signalled. Nor are the other protected processes. A member in the
+// reaper's own process group is reaped like any other: protection is by
+// identity alone.
 func TestFakeProcStranger(t *testing.T) {
 	f := newFakeProc(t)
 	s := newFakeSignaler(f)
@@ -255,7 +257,7 @@ func TestFakeProcStranger(t *testing.T) {
 	f.add(fakeProcess{pid: 40002, start: 7000})
 	stranger := lineage.Identity{PID: 40002, StartTicks: 6000}
 	kthread := f.add(fakeProcess{pid: 40003, start: 10, kernel: true})
-	peer := f.add(fakeProcess{pid: 40004, start: 5000, pgrp: getpgrp()})
+	peer := f.add(fakeProcess{pid: 40004, start: 5000, pgrp: syscall.Getpgrp()})
 	gone := lineage.Identity{PID: 40005, StartTicks: 5000}
 	refused := f.add(fakeProcess{pid: 40006, start: 5000})
 	parent, _ := readStat(os.Getppid())
@@ -267,7 +269,7 @@ func TestFakeProcStranger(t *testing.T) {
 			return "policy says no", m.Identity == refused
 		},
 	})
-	if want := map[int][]string{40001: {"TERM"}}; !mapsEqual(s.sent, want) {
+	if want := map[int][]string{40001: {"TERM"}, 40004: {"TERM"}}; !mapsEqual(s.sent, want) {
 		t.Errorf("sent %v, want %v", s.sent, want)
 	}
 	for id, want := range map[lineage.Identity]struct {
@@ -277,7 +279,7 @@ func TestFakeProcStranger(t *testing.T) {
 		victim:    {lineage.Terminated, ""},
 		stranger:  {lineage.Vanished, "identity mismatch: pid 40002 now names a process started at 7000, not 6000"},
 		kthread:   {lineage.Refused, "kernel thread"},
-		peer:      {lineage.Refused, "process group"},
+		peer:      {lineage.Terminated, ""},
 		gone:      {lineage.Vanished, "free"},
 		refused:   {lineage.Refused, "policy says no"},
 		parent.id: {lineage.Refused, "ancestor"},

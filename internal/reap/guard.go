@@ -12,17 +12,15 @@ import (
 // guard is the protected set of one reap: the processes it never signals.
 type guard struct {
 	self      int
-	pgid      int
 	ancestors map[lineage.Identity]bool // the reaper and its ancestors
 	protect   map[lineage.Identity]bool
 }
 
-// newGuard reads the reaper's own identity, process group and ancestors from
-// proc, and adds protect.
+// newGuard reads the reaper's own identity and ancestors from proc, and adds
+// protect.
 func newGuard(proc proc.FS, protect []lineage.Identity) (*guard, error) {
 	g := &guard{
 		self:    os.Getpid(),
-		pgid:    getpgrp(),
 		protect: make(map[lineage.Identity]bool, len(protect)),
 	}
 	for _, id := range protect {
@@ -83,11 +81,8 @@ func (g *guard) refuse(st lineage.Stat) string {
 	if reason := g.refuseIdentity(st.Identity); reason != "" {
 		return reason
 	}
-	switch {
-	case st.Kernel:
+	if st.Kernel {
 		return fmt.Sprintf("%s is a kernel thread", st.Identity)
-	case st.PGRP == g.pgid:
-		return fmt.Sprintf("%s is in the reaper's own process group %d", st.Identity, g.pgid)
 	}
 	return ""
 }

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
 // The test binary doubles as a nursery: run with nurseryEnv=1, it becomes a
@@ -490,8 +491,9 @@ func (j *job) forget() {
 // find waits until a live member runs argv, and returns all that do.
 func (j *job) find(argv ...string) []lineage.Identity {
 	j.l.t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(2 * time.Millisecond) {
-		var out []lineage.Identity
+	var out []lineage.Identity
+	testutil.Eventually(j.l.t, 10*time.Second, fmt.Sprintf("a member that runs %q", argv), func() bool {
+		out = out[:0]
 		for _, m := range j.members() {
 			id := m.Identity
 			b, err := os.ReadFile("/proc/" + strconv.Itoa(int(id.PID)) + "/cmdline")
@@ -499,13 +501,9 @@ func (j *job) find(argv ...string) []lineage.Identity {
 				out = append(out, id)
 			}
 		}
-		if len(out) > 0 {
-			return out
-		}
-		if time.Now().After(deadline) {
-			j.l.t.Fatalf("no member runs %q", argv)
-		}
-	}
+		return len(out) > 0
+	})
+	return out
 }
 
 // stop kills whatever is left of the job, by identity through pidfds; the
@@ -513,29 +511,25 @@ func (j *job) find(argv ...string) []lineage.Identity {
 func (j *job) stop() {
 	j.hold.Close()
 	defer j.out.Close()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var left []lineage.Identity
+	ended := testutil.Until(20*time.Second, func() bool {
 		procs := scanProc()
 		j.mu.Lock()
 		j.discover(procs)
-		var left []lineage.Identity
+		left = left[:0]
 		for _, id := range j.order {
 			if st, ok := procs[int(id.PID)]; ok && st.id == id && (st.threads > 1 || st.state != "Z") {
 				left = append(left, id)
 			}
 		}
 		j.mu.Unlock()
-		if len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			j.l.t.Errorf("could not end %d processes of the job: %v", len(left), left)
-			break
-		}
 		for _, id := range left {
 			killIdentity(id)
 		}
-		time.Sleep(5 * time.Millisecond)
+		return len(left) == 0
+	})
+	if !ended {
+		j.l.t.Errorf("could not end %d processes of the job: %v", len(left), left)
 	}
 	if j.l.t.Failed() {
 		if b, _ := os.ReadFile(filepath.Join(j.dir, "stderr")); len(b) > 0 {

@@ -76,5 +76,3 @@ func (p *pidfds) Status(pin Pin) (lineage.ExitStatus, bool) {
 func (p *pidfds) Release(pin Pin) { unix.Close(int(pin)) }
 
 func (p *pidfds) Close() error { return unix.Close(p.epfd) }
-
-func getpgrp() int { return unix.Getpgrp() }

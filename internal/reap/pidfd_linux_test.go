@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
 // The default Signaler: pins, signals, reports each exit once, and tells the
@@ -47,13 +48,14 @@ func TestPidfds(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []Pin
-	for deadline := time.Now().Add(10 * time.Second); len(got) == 0 && time.Now().Before(deadline); {
+	testutil.Until(10*time.Second, func() bool {
 		pins, err := p.Wait(time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
 		got = append(got, pins...)
-	}
+		return len(got) > 0
+	})
 	if !slices.Equal(got, []Pin{pin}) {
 		t.Fatalf("Wait: %v, want [%v]", got, pin)
 	}

@@ -14,7 +14,3 @@ func newPidfds() (*pidfds, error) {
 }
 
 func (p *pidfds) Close() error { return nil }
-
-// getpgrp: there is no process group to protect where nothing can be
-// signalled; an injected Signaler is for tests.
-func getpgrp() int { return -1 }

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
 // modes are the two ways a lineage is contained: a containment the caller
@@ -219,12 +220,10 @@ func TestReapStoppedMember(t *testing.T) {
 
 func waitState(t *testing.T, id lineage.Identity, state string) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-		if st, ok := readStat(int(id.PID)); ok && st.id == id && st.state == state {
-			return
-		}
-	}
-	t.Fatalf("%s never reached state %s", id, state)
+	testutil.Eventually(t, 10*time.Second, fmt.Sprintf("%s to reach state %s", id, state), func() bool {
+		st, ok := readStat(int(id.PID))
+		return ok && st.id == id && st.state == state
+	})
 }
 
 // A zombie member (its parent never waits) is dead already: it is reported
@@ -235,17 +234,14 @@ func TestReapZombie(t *testing.T) {
 			l := newLab(t)
 			j := l.start("sleep 0.01 & echo ready; exec sleep 60")
 			var zombie lineage.Identity
-			for deadline := time.Now().Add(10 * time.Second); zombie.IsZero(); time.Sleep(2 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Fatal("no zombie appeared")
-				}
-				ms := j.members()
-				for _, m := range ms {
+			testutil.Eventually(t, 10*time.Second, "a zombie member", func() bool {
+				for _, m := range j.members() {
 					if st, ok := readStat(int(m.PID)); ok && st.id == m.Identity && st.state == "Z" {
 						zombie = m.Identity
 					}
 				}
-			}
+				return !zombie.IsZero()
+			})
 			rep := reapJob(t, j, Options{Grace: 10 * time.Second, Contain: mode.contain})
 			out := checkReport(t, j, rep)
 			// Once its parent is gone, the nursery may reap it before the
@@ -271,16 +267,14 @@ func TestReapLeaderExited(t *testing.T) {
 	l := newLab(t)
 	j := l.start(leaderExitEnv + "=1 " + shellQuote(os.Args[0]) + "; sleep 60")
 	var m lineage.Identity
-	for deadline := time.Now().Add(20 * time.Second); m.IsZero(); time.Sleep(2 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no member with an exited leader appeared")
-		}
+	testutil.Eventually(t, 20*time.Second, "a member whose leader thread exited", func() bool {
 		for _, c := range j.members() {
 			if st, ok := readStat(int(c.PID)); ok && st.id == c.Identity && st.state == "Z" && st.threads > 1 {
 				m = c.Identity
 			}
 		}
-	}
+		return !m.IsZero()
+	})
 	if !running(m) {
 		t.Fatalf("%s does not count as running", m)
 	}
@@ -516,7 +510,6 @@ func TestReapProtected(t *testing.T) {
 	extra := map[lineage.Identity]string{
 		self:                     "the reaper itself",
 		parent:                   "ancestor",
-		l.peer():                 "process group",
 		identityOf(t, 1):         "pid 0 and 1",
 		thread:                   "not a process",
 		l.bystanders[0]:          "protected by the caller",
@@ -665,11 +658,8 @@ func TestReapCanceled(t *testing.T) {
 		}
 	}
 	for _, id := range j.all() {
-		for deadline := time.Now().Add(5 * time.Second); running(id); time.Sleep(2 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Errorf("%s still runs after the cut-short reap", id)
-				break
-			}
+		if !testutil.Until(5*time.Second, func() bool { return !running(id) }) {
+			t.Errorf("%s still runs after the cut-short reap", id)
 		}
 	}
 }

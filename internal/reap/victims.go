@@ -49,13 +49,25 @@ func (r *reaper) list(fresh func(*victim)) error {
 	r.see(ms)
 	waiting := r.pending
 	r.pending = nil
+	// Admit the newcomers, then hand them to fresh, in two passes: every
+	// pin and check comes before the first signal, so that no member
+	// woken by a signal competes with the reaper for the CPU while it
+	// checks the others. The check made at admission is the check at
+	// the signal: the pidfd opened before it can't come to name another
+	// process, so the batch's few milliseconds change nothing it saw.
+	r.gen++
+	admitted := waiting[:0:0]
 	for _, v := range waiting {
-		r.gen++
 		if !r.admit(v) {
 			r.pending = append(r.pending, v)
 			continue
 		}
-		if v.live && fresh != nil {
+		if v.live {
+			admitted = append(admitted, v)
+		}
+	}
+	if fresh != nil {
+		for _, v := range admitted {
 			fresh(v)
 		}
 	}

@@ -35,7 +35,7 @@ func (r *Reader) check(ev Event) (Event, bool) {
 		r.problem(r.line, "unknown event kind %q (a newer schema?): skipped", ev.Kind)
 		return Event{}, false
 	}
-	if ev.Kind != KindLoss && ev.Process.IsZero() {
+	if ev.Kind != KindLoss && ev.Kind != KindEnd && ev.Process.IsZero() {
 		r.problem(r.line, "%s event names no process: skipped", ev.Kind)
 		return Event{}, false
 	}

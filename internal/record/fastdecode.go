@@ -114,7 +114,7 @@ func (s *scanner) kind() (Kind, bool) {
 		return "", false
 	}
 	switch k := Kind(tok[1 : len(tok)-1]); k {
-	case KindFork, KindExec, KindExit, KindSignal, KindKeep, KindLeak, KindLoss:
+	case KindFork, KindExec, KindExit, KindSignal, KindKeep, KindUnkeep, KindLeak, KindLoss, KindEnd:
 		return k, true
 	}
 	return Kind(string(tok[1 : len(tok)-1])), true

@@ -47,10 +47,12 @@ type Reader struct {
 	events   int
 }
 
-// NewReader reads the header of the record in r. The only error is for a
-// record that has nothing in it, or whose reading fails; it wraps
-// lineage.ErrInvalid for the empty one. A missing, damaged or newer header
-// is a Problem, and reading goes on.
+// NewReader reads the header of the record in r. The only errors are for a
+// record that has nothing in it, for a file that is one indented JSON
+// document rather than a record (a `lineage run --report` file, which it
+// names), and for a read that fails; the first two wrap
+// lineage.ErrInvalid. A missing, damaged or newer header is a Problem, and
+// reading goes on.
 func NewReader(r io.Reader) (*Reader, error) {
 	rd := &Reader{br: bufio.NewReaderSize(r, 64<<10)}
 	for {
@@ -64,9 +66,26 @@ func NewReader(r io.Reader) (*Reader, error) {
 		if raw == nil || len(bytes.TrimSpace(raw)) == 0 {
 			continue
 		}
+		if err := rd.document(raw); err != nil {
+			return nil, err
+		}
 		rd.first(raw, cut)
 		return rd, nil
 	}
+}
+
+// document refuses a file whose first line opens an indented JSON
+// document: a record has one JSON object per line, so this is no record.
+// A run report (`lineage run --report`) is named as one.
+func (r *Reader) document(first []byte) error {
+	if string(bytes.TrimSpace(first)) != "{" {
+		return nil
+	}
+	rest, _ := r.br.Peek(64 << 10)
+	if bytes.Contains(rest, []byte(`"decision":`)) && bytes.Contains(rest, []byte(`"backend":`)) {
+		return fmt.Errorf("%w record: this is a run report (lineage run --report), not a record: lineage report renders a record, made with lineage run --record FILE or lineage serve --record-dir", lineage.ErrInvalid)
+	}
+	return fmt.Errorf("%w record: this is one indented JSON document, not a record (one JSON object a line): lineage report renders a record, made with lineage run --record FILE or lineage serve --record-dir", lineage.ErrInvalid)
 }
 
 // first reads the first non-empty line: the header, or else an event.

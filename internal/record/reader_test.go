@@ -65,6 +65,24 @@ func TestReaderEmpty(t *testing.T) {
 	}
 }
 
+// A run report is one indented JSON document: the reader says what it is,
+// and how to make a record, rather than reading its lines as events.
+func TestReaderRefusesARunReport(t *testing.T) {
+	report := "{\n  \"version\": 1,\n  \"command\": [\"true\"],\n  \"backend\": {\"backend\": \"bpf\"},\n  \"decision\": \"reap: the root exited\"\n}\n"
+	_, err := NewReader(strings.NewReader(report))
+	if !errors.Is(err, lineage.ErrInvalid) || !strings.Contains(err.Error(), "run report (lineage run --report)") || !strings.Contains(err.Error(), "lineage run --record") {
+		t.Errorf("a run report: %v, want it named, and how to record", err)
+	}
+	_, err = NewReader(strings.NewReader("{\n  \"a\": 1\n}\n"))
+	if !errors.Is(err, lineage.ErrInvalid) || !strings.Contains(err.Error(), "indented JSON document") {
+		t.Errorf("another JSON document: %v", err)
+	}
+	// A record's first line is a whole object: never refused as a document.
+	if _, err := NewReader(strings.NewReader(goodHeader + "\n" + event(5) + "\n")); err != nil {
+		t.Errorf("a record: %v", err)
+	}
+}
+
 func TestReaderReadError(t *testing.T) {
 	boom := errors.New("boom")
 	r, err := NewReader(io.MultiReader(strings.NewReader(goodHeader+"\n"), iotest.ErrReader(boom)))

@@ -13,27 +13,31 @@ const SchemaName = "lineage-record"
 // SchemaVersion is the version of the schema this package writes and reads.
 // A new field that readers may ignore keeps the version; a change of meaning
 // raises it. A reader given a newer version reads the fields it knows.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Kind says what an [Event] records.
 type Kind string
 
-// The event kinds. fork, exec and exit come from the tracker; signal, keep
-// and leak from the job's end and its reap; loss from the tracker's counters.
+// The event kinds. fork, exec and exit come from the tracker; signal, keep,
+// unkeep and leak from the job's end and its reap; loss from the tracker's
+// counters; end closes a sidecar's event stream filtered to a session that
+// closed. Version 2 added unkeep.
 const (
 	KindFork   Kind = "fork"
 	KindExec   Kind = "exec"
 	KindExit   Kind = "exit"
 	KindSignal Kind = "signal"
 	KindKeep   Kind = "keep"
+	KindUnkeep Kind = "unkeep"
 	KindLeak   Kind = "leak"
 	KindLoss   Kind = "loss"
+	KindEnd    Kind = "end"
 )
 
 // Known reports whether k is a kind this version of the schema defines.
 func (k Kind) Known() bool {
 	switch k {
-	case KindFork, KindExec, KindExit, KindSignal, KindKeep, KindLeak, KindLoss:
+	case KindFork, KindExec, KindExit, KindSignal, KindKeep, KindUnkeep, KindLeak, KindLoss, KindEnd:
 		return true
 	}
 	return false

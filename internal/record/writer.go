@@ -134,6 +134,14 @@ func (w *Writer) Keep(m lineage.Member, reason string) error {
 	return w.now(ev)
 }
 
+// Unkeep records that a keep that spared m ended (reason names it): from
+// then on, m is reaped like any other member.
+func (w *Writer) Unkeep(m lineage.Member, reason string) error {
+	ev := fromMember(KindUnkeep, m)
+	ev.Reason = reason
+	return w.now(ev)
+}
+
 // Loss records that the kernel could not deliver count events (the ring
 // buffer was full): the record has a gap there. A zero count is not written.
 func (w *Writer) Loss(count uint64) error { return w.LossOf(count, "") }

@@ -96,10 +96,13 @@ func (rep *Report) add(procs map[lineage.Identity]*Process, ev record.Event) {
 		rep.First = ev.Boot
 	}
 	rep.Last = max(rep.Last, ev.Boot)
-	if ev.Kind == record.KindLoss {
+	switch ev.Kind {
+	case record.KindLoss:
 		rep.Summary.Lost += ev.Count
 		rep.Summary.Losses++
 		return
+	case record.KindEnd:
+		return // a stream's end names no process
 	}
 	p, ok := procs[ev.Process]
 	if !ok {

@@ -8,8 +8,10 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/reap"
 	"github.com/lineage-dev/lineage/internal/record"
 )
 
@@ -212,5 +214,45 @@ func TestBadRecords(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The outcome is the last word on a process: a keep that an unkeep ended,
+// then the reaper's TERM and an exit by TERM, is a termination, not a keep.
+func TestOutcomeIsTheLastWord(t *testing.T) {
+	var buf bytes.Buffer
+	now := 100 * time.Second
+	w, err := record.NewWriter(&buf, record.Header{Lineage: "test", Host: "h"}, &record.Options{
+		Boot: func() time.Duration { return now },
+		Wall: func() time.Time { return time.Unix(0, 0).Add(now) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, dev, other := id(2000, 500), id(2001, 501), id(2002, 502)
+	kept := lineage.Member{Identity: dev, Parent: root, Root: root}
+	stays := lineage.Member{Identity: other, Parent: root, Root: root}
+	must(t, w.Event(lineage.Event{Kind: lineage.EventFork, Time: now, Process: root, Root: root, IsRoot: true}))
+	must(t, w.Event(lineage.Event{Kind: lineage.EventFork, Time: now, Process: dev, Parent: root, Root: root}))
+	must(t, w.Event(lineage.Event{Kind: lineage.EventFork, Time: now, Process: other, Parent: root, Root: root}))
+	must(t, w.Keep(kept, "keep rule: dev server"))
+	must(t, w.Keep(stays, "keep rule: db"))
+	must(t, w.Unkeep(kept, "unkeep process:2001@501"))
+	must(t, w.Reap(reap.Report{Outcomes: []reap.Outcome{
+		{Member: kept, Signal: "TERM", Sent: []string{"TERM"}, Result: lineage.Terminated},
+	}}, "session-close"))
+	must(t, w.Event(lineage.Event{Kind: lineage.EventExit, Time: now, Process: dev, Root: root, Status: 15}))
+	rep := build(t, buf.Bytes())
+	outcomes := map[lineage.Identity]lineage.Result{}
+	rep.Walk(func(p *Process) bool { outcomes[p.ID] = p.Outcome; return true })
+	if outcomes[dev] != lineage.Terminated || outcomes[other] != lineage.Kept {
+		t.Errorf("outcomes %v: want the unkept one terminated, the kept one kept", outcomes)
+	}
+	var text bytes.Buffer
+	if err := rep.WriteText(&text, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(text.String(), "kept (session-close)") || !strings.Contains(text.String(), "reaped: TERM, terminated") {
+		t.Errorf("the text says the unkept process was kept:\n%s", text.String())
 	}
 }

@@ -79,6 +79,7 @@ func (p *Process) apply(ev record.Event) {
 	case record.KindExit:
 		p.Ended, p.End, p.Exit = true, ev.Boot, ev.Exit
 	case record.KindSignal:
+		p.kept = false
 		p.Signals = append(p.Signals, ev.Signal)
 		p.setResult(ev)
 		if len(p.Argv) == 0 && len(ev.Argv) > 0 {
@@ -87,6 +88,10 @@ func (p *Process) apply(ev record.Event) {
 	case record.KindKeep:
 		p.kept = true
 		p.setResult(ev)
+	case record.KindUnkeep:
+		// The last word on a process wins: a keep that ended spares
+		// nothing, and neither does a keep the reaper's signal followed.
+		p.kept, p.Result, p.Reason = false, "", ev.Reason
 	case record.KindLeak:
 		p.Leaked = true
 		if p.Reason == "" {

@@ -38,6 +38,9 @@ func (s *Server) reportSession(r *http.Request, p Peer) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	se.op.Lock()
+	s.claimArmed(se)
+	se.op.Unlock()
 	out := Ended{Session: se.id, Event: "report", Kind: se.kind.String(), Reaping: s.opts.Reaping.String(), Roots: []RootEnd{}}
 	for _, e := range s.rootsOf(se) {
 		live, err := e.rt.job.Live()
@@ -103,6 +106,7 @@ func (s *Server) end(ctx context.Context, se *session, ev policy.Event, uid uint
 func (s *Server) endSparing(ctx context.Context, se *session, ev policy.Event, uid uint32, spare policy.KeepRules) Ended {
 	se.op.Lock()
 	defer se.op.Unlock()
+	s.claimArmed(se)
 	out := Ended{Session: se.id, Event: ev.String(), Kind: se.kind.String(), Reaping: s.opts.Reaping.String(), Roots: []RootEnd{}}
 	s.mu.Lock()
 	keeps := append(se.keepRules(), spare...)
@@ -183,6 +187,9 @@ func (s *Server) closeSparing(ctx context.Context, id string, uid uint32, spare 
 	for _, kid := range kids {
 		done = append(done, s.closeSparing(ctx, kid, uid, spare))
 	}
+	// Nothing forks under its cookie any more; what did is claimed by
+	// the end.
+	s.disarmSession(se)
 	out := s.endSparing(ctx, se, policy.SessionClose, uid, spare)
 	out.Children = done
 	s.mu.Lock()
@@ -192,6 +199,8 @@ func (s *Server) closeSparing(ctx context.Context, id string, uid uint32, spare 
 		delete(s.sessions, id)
 	}
 	s.mu.Unlock()
+	s.endStreams(ctx, se)
+	s.forgetCookie(se)
 	s.records.closeLater(id)
 	s.save()
 	return out

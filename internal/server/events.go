@@ -28,6 +28,10 @@ type subscriber struct {
 	ch      chan item
 	session string
 	lost    uint64
+	// follows is the session a filtered stream follows (streamend.go);
+	// ended is closed, once, when that session has closed.
+	follows *session
+	ended   chan struct{}
 }
 
 // hub fans events out to the streams. It is safe for concurrent use.
@@ -67,6 +71,10 @@ func (h *hub) kept(session string, m lineage.Member, reason string) {
 	h.publish(item{session: session, write: func(w *record.Writer) error { return w.Keep(m, reason) }})
 }
 
+func (h *hub) unkept(session string, m lineage.Member, reason string) {
+	h.publish(item{session: session, write: func(w *record.Writer) error { return w.Unkeep(m, reason) }})
+}
+
 func (h *hub) publish(it item) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -94,7 +102,7 @@ func (h *hub) subscribe(session string) *subscriber { return h.subscribeSize(ses
 func (h *hub) subscribeSize(session string, size int) *subscriber {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	sub := &subscriber{ch: make(chan item, size), session: session}
+	sub := &subscriber{ch: make(chan item, size), session: session, ended: make(chan struct{})}
 	if h.closed {
 		close(sub.ch)
 		return sub
@@ -146,16 +154,20 @@ func (fw flushWriter) Write(b []byte) (int, error) {
 }
 
 // events streams NDJSON in the record schema: a header line, then events
-// as they happen, until the client goes away or the server closes.
+// as they happen, until the client goes away or the server closes; a
+// stream filtered to a session ends, with an end event, when the session
+// has closed.
 func (s *Server) events(r *http.Request, p Peer) (int, any, error) {
 	want := r.URL.Query().Get("session")
+	var follows *session
 	if want != "" {
 		s.mu.Lock()
-		_, err := s.lookup(want, p)
+		se, err := s.lookup(want, p)
 		s.mu.Unlock()
 		if err != nil {
 			return 0, nil, err
 		}
+		follows = se
 	} else if !p.Root() {
 		return 0, nil, forbidden("caller uid %d may stream only its own sessions: give ?session=", p.UID)
 	}
@@ -166,6 +178,9 @@ func (s *Server) events(r *http.Request, p Peer) (int, any, error) {
 	}
 	sub := s.hub.subscribe(want)
 	defer s.hub.unsubscribe(sub)
+	if follows != nil {
+		s.follow(sub, follows)
+	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
 	rw, err := record.NewWriter(flushWriter{w, f}, record.HostHeader(nil), nil)
@@ -180,14 +195,23 @@ func (s *Server) events(r *http.Request, p Peer) (int, any, error) {
 			if !ok {
 				return 0, nil, nil
 			}
-			if n := s.hub.takeLost(sub); n > 0 {
-				_ = rw.Loss(n)
-			}
-			if err := it.write(rw); err != nil {
+			if !s.writeItem(rw, sub, it) {
 				return 0, nil, nil
 			}
+		case <-sub.ended:
+			s.endStream(rw, sub)
+			return 0, nil, nil
 		}
 	}
+}
+
+// writeItem writes it to a stream, after a loss event for what the
+// stream dropped before it; false once the stream is broken.
+func (s *Server) writeItem(rw *record.Writer, sub *subscriber, it item) bool {
+	if n := s.hub.takeLost(sub); n > 0 {
+		_ = rw.Loss(n)
+	}
+	return it.write(rw) == nil
 }
 
 type responseKey struct{}

@@ -127,7 +127,7 @@ func (s *Server) removeKeep(r *http.Request, p Peer) (int, any, error) {
 		return 0, nil, err
 	}
 	if !id.IsZero() {
-		s.hub.kept(se.id, lineage.Member{Identity: id}, "unkeep "+rule.String())
+		s.hub.unkept(se.id, lineage.Member{Identity: id}, "unkeep "+rule.String())
 	}
 	s.save()
 	return http.StatusOK, k.view(), nil

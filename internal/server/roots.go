@@ -1,12 +1,14 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
@@ -37,6 +39,11 @@ func (s *Server) addRoot(r *http.Request, p Peer) (int, any, error) {
 		return 0, nil, err
 	}
 	v, err := s.register(se, id, req.Label, req.Command)
+	if errors.Is(err, loader.ErrAlreadyTracked) {
+		// An armed process's child that registers itself (lineage exec
+		// under the pytest plugin) is the root it asks to be.
+		v, err = s.rebindArmed(se, id, req.Label, req.Command, p)
+	}
 	if err != nil {
 		if created {
 			s.dropIfEmpty(se)
@@ -111,6 +118,7 @@ func (s *Server) dropIfEmpty(se *session) {
 		se.closed = true
 		se.stopOwner()
 		delete(s.sessions, se.id)
+		s.hub.endSession(se)
 	}
 }
 

@@ -73,6 +73,8 @@ type Server struct {
 	loops sync.WaitGroup
 	// records, if set, writes each session's record (records.go).
 	records *records
+	// arms maps sessions to cookies and armed processes (arms.go).
+	arms armsState
 }
 
 // Open opens the tracker (taking a pinned one over, when
@@ -104,12 +106,16 @@ func Open(opts Options) (*Server, error) {
 	s.metrics = newMetrics(s)
 	topts := opts.Tracker
 	topts.OnEvent = func(ev lineage.Event) {
+		if ev.Armed {
+			s.armedFork(ev)
+		}
 		s.metrics.event(ev)
 		s.hub.event(ev)
 	}
 	if s.tracker, err = tracker.OpenTracker(topts); err != nil {
 		return nil, err
 	}
+	s.arms.ready.Store(true)
 	if err := s.startRecords(); err != nil {
 		s.tracker.Close()
 		return nil, err
@@ -121,6 +127,11 @@ func Open(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.adoptUnlisted()
+	// The arms a pinned tracker holds are an earlier daemon's, whose
+	// cookies this one doesn't know.
+	if err := s.tracker.ClearArms(); err != nil {
+		s.note("lineage: clear the pinned tracker's arms: %v\n", err)
+	}
 	// The first save writes a snapshot (the state as restored) and starts
 	// an empty journal: a restarted daemon starts from one snapshot.
 	s.save()
@@ -233,9 +244,11 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("/v1/roots", methods{"GET": s.listRoots, "POST": s.addRoot})
 	mux.Handle("/v1/roots/{id}", methods{"GET": s.getRoot, "DELETE": s.removeRoot})
 	mux.Handle("/v1/roots/{id}/end", methods{"POST": s.endRoot})
+	mux.Handle("/v1/roots/{id}/holders", methods{"GET": s.holders})
 	mux.Handle("/v1/keeps", methods{"POST": s.addKeep})
 	mux.Handle("/v1/keeps/{rule}", methods{"DELETE": s.removeKeep})
 	mux.Handle("/v1/events", methods{"GET": s.events})
+	mux.Handle("/v1/arms", methods{"POST": s.arm, "DELETE": s.disarm})
 	mux.Handle("/v1/status", methods{"GET": s.status})
 	mux.Handle("/metrics", getOnly(s.metrics.handler()))
 	mux.Handle("/v1/why/{process}", methods{"GET": s.why})

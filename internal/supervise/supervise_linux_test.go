@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
 const helperEnv = "LINEAGE_SUPERVISE_HELPER"
@@ -99,20 +100,23 @@ func superviseJob() (err error) {
 	}()
 	// The orphan came back to us and, once it exited, was reaped: no child
 	// is left, zombie or not.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		left, err := childPids()
-		if err != nil {
-			return err
-		}
-		if len(left) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("children left: %v", left)
-		}
-		time.Sleep(20 * time.Millisecond)
+	return noChildrenLeft()
+}
+
+// noChildrenLeft waits until this process has no child, zombie or not.
+func noChildrenLeft() error {
+	var left []string
+	var err error
+	if testutil.Until(5*time.Second, func() bool {
+		left, err = childPids()
+		return err != nil || len(left) == 0
+	}) && err == nil {
+		return nil
 	}
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("children left: %v", left)
 }
 
 // childPids lists this process's children, from every thread.
@@ -158,19 +162,8 @@ func superviseOrphans() error {
 	if code, ok := st.Exited(); !ok || code != 3 {
 		return fmt.Errorf("job status %v, want exit 3", st)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		left, err := childPids()
-		if err != nil {
-			return err
-		}
-		if len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("children left: %v", left)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := noChildrenLeft(); err != nil {
+		return err
 	}
 	children.mu.Lock()
 	defer children.mu.Unlock()
@@ -256,18 +249,17 @@ func state(pid int) (string, error) {
 }
 
 func waitZombie(pid int) error {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st, err := state(pid)
-		if err != nil {
-			return fmt.Errorf("pid %d: %w (reaped while paused?)", pid, err)
-		}
-		if st == "Z" {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("pid %d did not exit: state %s", pid, st)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var st string
+	var err error
+	testutil.Until(10*time.Second, func() bool {
+		st, err = state(pid)
+		return err != nil || st == "Z"
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("pid %d: %w (reaped while paused?)", pid, err)
+	case st != "Z":
+		return fmt.Errorf("pid %d did not exit: state %s", pid, st)
 	}
+	return nil
 }

@@ -3,7 +3,6 @@ package tracker
 import (
 	"fmt"
 	"os"
-	"syscall"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/policy"
@@ -12,12 +11,7 @@ import (
 
 // callerFacts gathers what the protected set needs to know of lineage itself.
 func callerFacts(procFS proc.FS) (policy.Caller, error) {
-	c := policy.Caller{PID: os.Getpid(), PGID: syscall.Getpgrp()}
-	if c.PGID <= 0 {
-		// Our process group lives outside our PID namespace: no process
-		// we can see is in it. Protect the group we would lead instead.
-		c.PGID = c.PID
-	}
+	c := policy.Caller{PID: os.Getpid()}
 	for pid := os.Getppid(); pid > 1; {
 		c.Ancestors = append(c.Ancestors, pid)
 		st, err := procFS.Stat(pid)

@@ -58,6 +58,7 @@ func (b *Tracker) sharedMaps() map[string]*ebpf.Map {
 		lineageMapDoomed:   b.objs.Doomed,
 		lineageMapEvents:   b.objs.Events,
 		lineageMapStats:    b.objs.Stats,
+		lineageMapArms:     b.objs.Arms,
 		lineageMapKeepExes: b.objs.KeepExes,
 		".bss":             b.bss,
 	}

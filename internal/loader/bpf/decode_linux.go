@@ -40,6 +40,7 @@ func decode(raw []byte) (lineage.Event, error) {
 		Root:          lineage.Identity{PID: e.RootPid, StartTicks: e.RootStart},
 		Comm:          cString(e.Comm[:]),
 		IsRoot:        e.Flags&lineageEventFlagEVENT_F_ROOT != 0,
+		Armed:         e.Flags&lineageEventFlagEVENT_F_ARMED != 0,
 		Untracked:     e.Flags&lineageEventFlagEVENT_F_UNTRACKED != 0,
 		Contained:     e.Flags&lineageEventFlagEVENT_F_CONTAINED != 0,
 		ArgvTruncated: e.Flags&lineageEventFlagEVENT_F_ARGS_TRUNCATED != 0,

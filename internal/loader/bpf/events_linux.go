@@ -72,9 +72,14 @@ func (b *Tracker) Run(ctx context.Context, fn func(lineage.Event)) error {
 	stop := context.AfterFunc(ctx, func() { _ = b.reader.Flush() })
 	defer stop()
 	var rec ringbuf.Record
+	// A Sync that began before a read that finds the ring empty is done.
+	defer b.syncs.release(^uint64(0))
 	for {
+		// A Sync that came while the last read waited needs a read that
+		// begins after it: one that doesn't wait.
+		synced, probe := b.syncs.seq(), b.syncs.pending()
 		done := ctx.Err() != nil
-		if done {
+		if done || probe {
 			// Deliver what is pending, then stop.
 			b.reader.SetDeadline(time.Now())
 		} else {
@@ -92,6 +97,7 @@ func (b *Tracker) Run(ctx context.Context, fn func(lineage.Event)) error {
 			}
 			fn(ev)
 		case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, ringbuf.ErrFlushed):
+			b.syncs.release(synced)
 			if done {
 				return nil
 			}

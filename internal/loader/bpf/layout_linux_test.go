@@ -19,8 +19,15 @@ var layoutFingerprints = map[uint32]string{
 	// Layout 1 never shipped before the kill-uid stat joined it: its
 	// fingerprint includes STAT_UID_SPARED.
 	1: "a01ec1e08a50febfb6e0a6f01bb79414919152035e9a5ba9975ba27341dfde25",
-	// Layout 2: the keep_exes map and the kernel's own spare marks.
-	2: "9f56d18fde70ee1f59db5e5823198b4fd29480058bc708195f5f7aae42ba8bf5",
+	// Layout 2: the arms map and arms_count (per-process arms), the
+	// roots' cookie where layout 1 had padding, ROOT_F_ARMED and
+	// EVENT_F_ARMED. A layout 1 set migrates: its roots and members have
+	// the same sizes, and its roots' padding was zero.
+	2: "1c814fe93b7b80618b42555abe296773479c68488beba870d7b37c174b5d3b04",
+	// Layout 3: the keep_exes map and the kernel's own spare marks
+	// (ROOT_F_KEPT, MEMBER_F_SPARED_EXE, MEMBER_F_CAUGHT, EVENT_F_SPARED,
+	// EVENT_F_CAUGHT, the stats of the second fork hook and of the keeps).
+	3: "e959214ce652c7feea8e505b89c4044ddfa5c9c231327b4bd00d1f288af316c7",
 }
 
 func TestLayoutVersionNamesTheLayout(t *testing.T) {

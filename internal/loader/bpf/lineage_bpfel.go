@@ -13,6 +13,13 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type lineageArm struct {
+	_      structs.HostLayout
+	Start  uint64
+	Cookie uint32
+	Pad    uint32
+}
+
 type lineageEvent struct {
 	_           structs.HostLayout
 	TimeNs      uint64
@@ -42,8 +49,9 @@ const (
 	lineageEventFlagEVENT_F_CONTAINED      lineageEventFlag = 4
 	lineageEventFlagEVENT_F_ARGS_TRUNCATED lineageEventFlag = 8
 	lineageEventFlagEVENT_F_CREDS          lineageEventFlag = 16
-	lineageEventFlagEVENT_F_SPARED         lineageEventFlag = 32
-	lineageEventFlagEVENT_F_CAUGHT         lineageEventFlag = 64
+	lineageEventFlagEVENT_F_ARMED          lineageEventFlag = 32
+	lineageEventFlagEVENT_F_SPARED         lineageEventFlag = 64
+	lineageEventFlagEVENT_F_CAUGHT         lineageEventFlag = 128
 )
 
 type lineageEventKind uint32
@@ -84,10 +92,10 @@ const (
 )
 
 type lineageRoot struct {
-	_     structs.HostLayout
-	Start uint64
-	Flags lineageRootFlag
-	Pad   uint32
+	_      structs.HostLayout
+	Start  uint64
+	Flags  lineageRootFlag
+	Cookie uint32
 }
 
 type lineageRootFlag uint32
@@ -96,7 +104,8 @@ const (
 	lineageRootFlagROOT_F_REAPING             lineageRootFlag = 1
 	lineageRootFlagROOT_F_DIE_WITH_SUPERVISOR lineageRootFlag = 2
 	lineageRootFlagROOT_F_SPAWNING            lineageRootFlag = 4
-	lineageRootFlagROOT_F_KEPT                lineageRootFlag = 8
+	lineageRootFlagROOT_F_ARMED               lineageRootFlag = 8
+	lineageRootFlagROOT_F_KEPT                lineageRootFlag = 16
 )
 
 type lineageStat uint32
@@ -123,6 +132,7 @@ const (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	lineageMapArms               = "arms"
 	lineageMapDoomed             = "doomed"
 	lineageMapEvents             = "events"
 	lineageMapKeepExes           = "keep_exes"
@@ -133,6 +143,7 @@ const (
 	lineageProgHandleExec        = "handle_exec"
 	lineageProgHandleExit        = "handle_exit"
 	lineageProgHandleFork        = "handle_fork"
+	lineageVarArmsCount          = "arms_count"
 	lineageVarDoomedCount        = "doomed_count"
 	lineageVarExitHasGroupDead   = "exit_has_group_dead"
 	lineageVarKillUidBounded     = "kill_uid_bounded"
@@ -199,6 +210,7 @@ type lineageProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lineageMapSpecs struct {
+	Arms     *ebpf.MapSpec `ebpf:"arms"`
 	Doomed   *ebpf.MapSpec `ebpf:"doomed"`
 	Events   *ebpf.MapSpec `ebpf:"events"`
 	KeepExes *ebpf.MapSpec `ebpf:"keep_exes"`
@@ -211,6 +223,7 @@ type lineageMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lineageVariableSpecs struct {
+	ArmsCount          *ebpf.VariableSpec `ebpf:"arms_count"`
 	DoomedCount        *ebpf.VariableSpec `ebpf:"doomed_count"`
 	ExitHasGroupDead   *ebpf.VariableSpec `ebpf:"exit_has_group_dead"`
 	KillUidBounded     *ebpf.VariableSpec `ebpf:"kill_uid_bounded"`
@@ -245,6 +258,7 @@ func (o *lineageObjects) Close() error {
 //
 // It can be passed to loadLineageObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lineageMaps struct {
+	Arms     *ebpf.Map `ebpf:"arms"`
 	Doomed   *ebpf.Map `ebpf:"doomed"`
 	Events   *ebpf.Map `ebpf:"events"`
 	KeepExes *ebpf.Map `ebpf:"keep_exes"`
@@ -255,6 +269,7 @@ type lineageMaps struct {
 
 func (m *lineageMaps) Close() error {
 	return _LineageClose(
+		m.Arms,
 		m.Doomed,
 		m.Events,
 		m.KeepExes,
@@ -268,6 +283,7 @@ func (m *lineageMaps) Close() error {
 //
 // It can be passed to loadLineageObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lineageVariables struct {
+	ArmsCount          *ebpf.Variable `ebpf:"arms_count"`
 	DoomedCount        *ebpf.Variable `ebpf:"doomed_count"`
 	ExitHasGroupDead   *ebpf.Variable `ebpf:"exit_has_group_dead"`
 	KillUidBounded     *ebpf.Variable `ebpf:"kill_uid_bounded"`

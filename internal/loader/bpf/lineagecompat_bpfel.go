@@ -16,6 +16,7 @@ import (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	lineageCompatMapArms               = "arms"
 	lineageCompatMapDoomed             = "doomed"
 	lineageCompatMapEvents             = "events"
 	lineageCompatMapKeepExes           = "keep_exes"
@@ -25,6 +26,7 @@ const (
 	lineageCompatProgHandleExec        = "handle_exec"
 	lineageCompatProgHandleExit        = "handle_exit"
 	lineageCompatProgHandleFork        = "handle_fork"
+	lineageCompatVarArmsCount          = "arms_count"
 	lineageCompatVarDoomedCount        = "doomed_count"
 	lineageCompatVarExitHasGroupDead   = "exit_has_group_dead"
 	lineageCompatVarKillUidBounded     = "kill_uid_bounded"
@@ -90,6 +92,7 @@ type lineageCompatProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lineageCompatMapSpecs struct {
+	Arms     *ebpf.MapSpec `ebpf:"arms"`
 	Doomed   *ebpf.MapSpec `ebpf:"doomed"`
 	Events   *ebpf.MapSpec `ebpf:"events"`
 	KeepExes *ebpf.MapSpec `ebpf:"keep_exes"`
@@ -102,6 +105,7 @@ type lineageCompatMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lineageCompatVariableSpecs struct {
+	ArmsCount          *ebpf.VariableSpec `ebpf:"arms_count"`
 	DoomedCount        *ebpf.VariableSpec `ebpf:"doomed_count"`
 	ExitHasGroupDead   *ebpf.VariableSpec `ebpf:"exit_has_group_dead"`
 	KillUidBounded     *ebpf.VariableSpec `ebpf:"kill_uid_bounded"`
@@ -136,6 +140,7 @@ func (o *lineageCompatObjects) Close() error {
 //
 // It can be passed to loadLineageCompatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lineageCompatMaps struct {
+	Arms     *ebpf.Map `ebpf:"arms"`
 	Doomed   *ebpf.Map `ebpf:"doomed"`
 	Events   *ebpf.Map `ebpf:"events"`
 	KeepExes *ebpf.Map `ebpf:"keep_exes"`
@@ -146,6 +151,7 @@ type lineageCompatMaps struct {
 
 func (m *lineageCompatMaps) Close() error {
 	return _LineageCompatClose(
+		m.Arms,
 		m.Doomed,
 		m.Events,
 		m.KeepExes,
@@ -159,6 +165,7 @@ func (m *lineageCompatMaps) Close() error {
 //
 // It can be passed to loadLineageCompatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lineageCompatVariables struct {
+	ArmsCount          *ebpf.Variable `ebpf:"arms_count"`
 	DoomedCount        *ebpf.Variable `ebpf:"doomed_count"`
 	ExitHasGroupDead   *ebpf.Variable `ebpf:"exit_has_group_dead"`
 	KillUidBounded     *ebpf.Variable `ebpf:"kill_uid_bounded"`

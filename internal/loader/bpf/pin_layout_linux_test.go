@@ -13,18 +13,18 @@ import (
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
-// A set pinned by layout 1, which had no keep_exes map, moves into layout 2
+// A set pinned by layout 2, which had no keep_exes map, moves into layout 3
 // as it is: its roots and members, their spare marks with them, and the
 // new set keeps exe rules for the moved roots.
-func TestPinnedLayout1IsMigrated(t *testing.T) {
+func TestPinnedLayout2IsMigrated(t *testing.T) {
 	root := testutil.PinRoot(t)
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
 	testutil.KillAtCleanup(t, mark)
 
-	old := openPinned(t, Options{PinRoot: root, layout: 1})
-	// What layout 1 pinned: the same maps but keep_exes.
-	if err := os.Remove(filepath.Join(layoutDir(root, 1), lineageMapKeepExes)); err != nil {
+	old := openPinned(t, Options{PinRoot: root, layout: 2})
+	// What layout 2 pinned: the same maps but keep_exes.
+	if err := os.Remove(filepath.Join(layoutDir(root, 2), lineageMapKeepExes)); err != nil {
 		t.Fatal(err)
 	}
 	id, _ := spawn(t, old, fmt.Sprintf("sleep %s & exec sleep %s", testutil.Sleep(mark), testutil.Sleep(mark)), loader.RootOptions{})
@@ -44,8 +44,8 @@ func TestPinnedLayout1IsMigrated(t *testing.T) {
 
 	b := openPinned(t, Options{PinRoot: root})
 	p, _ := b.Pinned()
-	if p.MigratedFrom != layoutDir(root, 1) || p.Dir != layoutDir(root, 2) || p.MigratedRoots != 1 || p.MigratedMembers != 2 {
-		t.Fatalf("pinned %+v, want layout 1's root and two members moved into layout 2", p)
+	if p.MigratedFrom != layoutDir(root, 2) || p.Dir != layoutDir(root, 3) || p.MigratedRoots != 1 || p.MigratedMembers != 2 {
+		t.Fatalf("pinned %+v, want layout 2's root and two members moved into layout 3", p)
 	}
 	if !spared(t, b, child) || spared(t, b, id) {
 		t.Errorf("spare marks after the move: child %v, root %v; want the child's alone", spared(t, b, child), spared(t, b, id))
@@ -58,7 +58,7 @@ func TestPinnedLayout1IsMigrated(t *testing.T) {
 		t.Errorf("keep_exes %+v, want the moved root's rule", keys)
 	}
 	if _, err := os.Stat(filepath.Join(p.Dir, lineageMapKeepExes)); err != nil {
-		t.Errorf("layout 2 pins no keep_exes map: %v", err)
+		t.Errorf("layout 3 pins no keep_exes map: %v", err)
 	}
 }
 

@@ -27,11 +27,12 @@ import (
 // only sizes). A pinned set lives in PinRoot/v<LayoutVersion>, and its
 // layout map holds the same number.
 //
-// Layout 2 added the keep_exes map (the programs exe keep rules keep, per
-// root) and the kernel's own spare marks (ROOT_F_KEPT, MEMBER_F_SPARED_EXE,
-// MEMBER_F_CAUGHT); its members and roots are layout 1's, so a layout 1
-// set migrates as it is.
-const LayoutVersion = 2
+// Layout 2 added the arms map (per-process arms). Layout 3 added the
+// keep_exes map (the programs exe keep rules keep, per root) and the
+// kernel's own spare marks (ROOT_F_KEPT, MEMBER_F_SPARED_EXE,
+// MEMBER_F_CAUGHT); its members and roots are layout 2's, so a set of
+// layout 1 or 2 migrates as it is.
+const LayoutVersion = 3
 
 // DefaultPinRoot is where `lineage serve` pins its tracker.
 const DefaultPinRoot = "/sys/fs/bpf/lineage"
@@ -52,6 +53,7 @@ var pinnedMaps = map[string]string{
 	lineageMapDoomed:   lineageMapDoomed,
 	lineageMapEvents:   lineageMapEvents,
 	lineageMapStats:    lineageMapStats,
+	lineageMapArms:     lineageMapArms,
 	lineageMapKeepExes: lineageMapKeepExes,
 	".bss":             bssPin,
 }
@@ -161,7 +163,7 @@ func (b *Tracker) pin(dir string, v layoutValue) error {
 	maps := map[string]*ebpf.Map{
 		lineageMapMembers: b.objs.Members, lineageMapRoots: b.objs.Roots,
 		lineageMapDoomed: b.objs.Doomed, lineageMapEvents: b.objs.Events,
-		lineageMapStats: b.objs.Stats, lineageMapKeepExes: b.objs.KeepExes, ".bss": b.bss,
+		lineageMapStats: b.objs.Stats, lineageMapArms: b.objs.Arms, lineageMapKeepExes: b.objs.KeepExes, ".bss": b.bss,
 	}
 	for name, m := range maps {
 		if err := m.Pin(filepath.Join(dir, pinnedMaps[name])); err != nil {

@@ -133,6 +133,8 @@ type Tracker struct {
 	sweeps sweeps[[]memberEntry]
 	// undecodable counts ring-buffer records Run could not decode.
 	undecodable atomic.Uint64
+	// syncs are the callers of Sync waiting for Run.
+	syncs syncWaiters
 	// adopted counts members adopted from /proc after skipped forks.
 	adopted atomic.Uint64
 }

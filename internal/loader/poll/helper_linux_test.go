@@ -168,19 +168,15 @@ func helpEscapes(say func(string, ...any), sleep string, noSubreaper bool) error
 
 	// Every sleeper the job left, found by its argument, member or not.
 	var sleepers map[string]testutil.Proc
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testutil.Until(10*time.Second, func() bool {
 		sleepers = map[string]testutil.Proc{}
 		for _, pr := range testutil.Find(sleep) {
 			if len(pr.Argv) == 2 && pr.Argv[0] == "sleep" && want[pr.Argv[1]] != "" {
 				sleepers[pr.Argv[1]] = pr
 			}
 		}
-		if len(sleepers) == len(want) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(sleepers) == len(want)
+	})
 	for _, pr := range sleepers {
 		say("sleeper %d %d %s", pr.PID, pr.StartTicks, want[pr.Argv[1]])
 	}
@@ -205,23 +201,19 @@ func helpEscapes(say func(string, ...any), sleep string, noSubreaper bool) error
 	for _, pr := range sleepers {
 		testutil.KillIdentity(pr.PID, pr.StartTicks)
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for {
-		ms, err := p.Members(root)
-		if err != nil {
-			cancel()
-			return err
-		}
-		if len(ms) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			return fmt.Errorf("members left after kill: %v", ms)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var left []lineage.Member
+	var listErr error
+	empty := testutil.Until(10*time.Second, func() bool {
+		left, listErr = p.Members(root)
+		return listErr != nil || len(left) == 0
+	})
 	cancel()
+	switch {
+	case listErr != nil:
+		return listErr
+	case !empty:
+		return fmt.Errorf("members left after kill: %v", left)
+	}
 	if err := <-ran; err != nil {
 		return err
 	}
@@ -297,17 +289,16 @@ func helpOrphans(say func(string, ...any), sleep, mode string) error {
 		}
 	}
 	var daemons []testutil.Proc
-	for deadline := time.Now().Add(10 * time.Second); len(daemons) < n; {
+	if !testutil.Until(10*time.Second, func() bool {
 		daemons = daemons[:0]
 		for _, pr := range testutil.Find(sleep) {
 			if pr.Argv[0] == "sleep" {
 				daemons = append(daemons, pr)
 			}
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d daemons found", len(daemons), n)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return len(daemons) >= n
+	}) {
+		return fmt.Errorf("%d of %d daemons found", len(daemons), n)
 	}
 	members := map[lineage.Identity]bool{}
 	for _, root := range roots {
@@ -351,9 +342,7 @@ func helpOrphans(say func(string, ...any), sleep, mode string) error {
 		}
 		return true
 	}
-	for deadline := time.Now().Add(5 * time.Second); !seen() && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Until(5*time.Second, seen)
 	mu.Lock()
 	for _, id := range untracked {
 		say("untracked %d %d", id.PID, id.StartTicks)
@@ -364,20 +353,21 @@ func helpOrphans(say func(string, ...any), sleep, mode string) error {
 		testutil.KillIdentity(d.PID, d.StartTicks)
 	}
 	for _, d := range daemons {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			if _, err := p.Members(roots[0]); err != nil {
-				return err
+		var err error
+		reaped := testutil.Until(10*time.Second, func() bool {
+			if _, err = p.Members(roots[0]); err != nil {
+				return true
 			}
-			if start, _, err := testutil.StartTicks(d.PID); err != nil || start != d.StartTicks {
-				say("reaped %d %d", d.PID, d.StartTicks)
-				break
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("daemon %d was never reaped", d.PID)
-			}
-			time.Sleep(20 * time.Millisecond)
+			start, _, serr := testutil.StartTicks(d.PID)
+			return serr != nil || start != d.StartTicks
+		})
+		switch {
+		case err != nil:
+			return err
+		case !reaped:
+			return fmt.Errorf("daemon %d was never reaped", d.PID)
 		}
+		say("reaped %d %d", d.PID, d.StartTicks)
 	}
 	return nil
 }

@@ -30,20 +30,17 @@ func openRealProc(t *testing.T) (*Poller, *procEvents) {
 // waitMembers polls Members until cond holds.
 func waitMembers(t *testing.T, b loader.Backend, root lineage.Identity, what string, cond func([]lineage.Member) bool) []lineage.Member {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ms, err := b.Members(root)
-		if err != nil {
+	var ms []lineage.Member
+	if !testutil.Until(10*time.Second, func() bool {
+		var err error
+		if ms, err = b.Members(root); err != nil {
 			t.Fatal(err)
 		}
-		if cond(ms) {
-			return ms
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: members %+v", what, ms)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return cond(ms)
+	}) {
+		t.Fatalf("%s: members %+v", what, ms)
 	}
+	return ms
 }
 
 func hasArgv(ms []lineage.Member, arg string) (lineage.Member, bool) {

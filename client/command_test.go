@@ -1,0 +1,67 @@
+package client
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// With no daemon, Start fails with ErrNoDaemon and runs nothing.
+func TestCommandWithoutADaemonRunsNothing(t *testing.T) {
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "ran")
+	c := New(filepath.Join(dir, "no.sock"))
+	cmd := c.Command("s1", "touch", marker)
+	cmd.Lineage = "/bin/sh" // never reached
+	if err := cmd.Run(); !errors.Is(err, ErrNoDaemon) {
+		t.Errorf("Run: %v, want ErrNoDaemon", err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the command ran without a daemon")
+	}
+	if cmd.Process != nil {
+		t.Error("a process was started")
+	}
+}
+
+// A command or a lineage binary that can't be found is an error at
+// Start, as os/exec's is.
+func TestCommandNotFound(t *testing.T) {
+	c := New(filepath.Join(t.TempDir(), "no.sock"))
+	if err := c.Command("s1", "no-such-command-here").Run(); err == nil || !strings.Contains(err.Error(), "no-such-command-here") {
+		t.Errorf("Run of a missing command: %v", err)
+	}
+	cmd := c.Command("s1", "true")
+	cmd.Lineage = "no-such-lineage-binary"
+	if err := cmd.Run(); err == nil || !strings.Contains(err.Error(), EnvLineage) {
+		t.Errorf("Run with a missing lineage binary: %v, want one that names $%s", err, EnvLineage)
+	}
+	if err := c.Command("s1", "true").Wait(); err == nil {
+		t.Error("Wait before Start: no error")
+	}
+}
+
+func TestSameWriterAndPrefixBuffer(t *testing.T) {
+	var a, b strings.Builder
+	if !sameWriter(&a, &a) || sameWriter(&a, &b) {
+		t.Error("sameWriter on pointers")
+	}
+	type notComparable struct{ f []int }
+	if sameWriter(writerFunc{notComparable{}}, writerFunc{notComparable{}}) {
+		t.Error("sameWriter of values that can't be compared")
+	}
+	p := &prefixBuffer{max: 4}
+	p.Write([]byte("abc"))
+	if n, err := p.Write([]byte("defg")); n != 4 || err != nil {
+		t.Errorf("Write = %d, %v", n, err)
+	}
+	if string(p.Bytes()) != "abcd" {
+		t.Errorf("prefix %q", p.Bytes())
+	}
+}
+
+type writerFunc struct{ v any }
+
+func (writerFunc) Write(b []byte) (int, error) { return len(b), nil }

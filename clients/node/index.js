@@ -1,0 +1,384 @@
+'use strict';
+// A client of the lineage sidecar (`lineage serve`), with no dependencies:
+// node:http over the daemon's Unix socket, and run(), in
+// child_process.execFile's shape, that never waits on a command's leftovers.
+// Types: index.d.ts. API: docs/api.md.
+
+const childProcess = require('node:child_process');
+const fs = require('node:fs');
+const http = require('node:http');
+const path = require('node:path');
+
+const DEFAULT_SOCKET = '/run/lineage/lineage.sock';
+const DEFAULT_HOLD_DELAY_MS = 100;
+const DEFAULT_MAX_BUFFER = 1024 * 1024;
+
+/** An error the daemon answered with, or the daemon out of reach. */
+class LineageError extends Error {
+  constructor(code, message, status = 0) {
+    super(`${code}: ${message}`);
+    this.name = 'LineageError';
+    this.code = code;
+    this.status = status;
+  }
+}
+
+/** "PID@START" from a string, an API identity or a [pid, start] pair. */
+function identityString(id) {
+  if (typeof id === 'string') return id;
+  if (Array.isArray(id)) return `${id[0]}@${id[1]}`;
+  return `${id.pid}@${id.start}`;
+}
+
+/** Field 22 of /proc/PID/stat: the kernel's start time of pid. */
+function startTicks(pid) {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
+}
+
+/** Finds a program on PATH, as execvp would. */
+function lookPath(file, envPath) {
+  if (file.includes('/')) return file;
+  for (const dir of (envPath || '').split(':')) {
+    const candidate = path.join(dir || '.', file);
+    try {
+      fs.accessSync(candidate, fs.constants.X_OK);
+      if (fs.statSync(candidate).isFile()) return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return null;
+}
+
+class Client {
+  /**
+   * @param {{socket?: string, lineage?: string, timeout?: number}} [options]
+   */
+  constructor(options = {}) {
+    this.socket = options.socket || process.env.LINEAGE_SOCKET || DEFAULT_SOCKET;
+    this.lineage = options.lineage || process.env.LINEAGE_BIN || 'lineage';
+    this.timeout = options.timeout;
+  }
+
+  /** Opens a request; resolves with the response once its headers are in. */
+  _open(method, urlPath, body) {
+    return new Promise((resolve, reject) => {
+      const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+      const headers = data ? { 'Content-Type': 'application/json', 'Content-Length': data.length } : {};
+      const req = http.request({ socketPath: this.socket, path: urlPath, method, headers, timeout: this.timeout }, (res) => {
+        if (res.statusCode < 300) {
+          resolve(res);
+          return;
+        }
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => {
+          const raw = Buffer.concat(chunks).toString();
+          try {
+            const err = JSON.parse(raw);
+            reject(new LineageError(err.code, err.error, res.statusCode));
+          } catch {
+            reject(new LineageError('internal', raw.trim(), res.statusCode));
+          }
+        });
+      });
+      req.on('timeout', () => req.destroy(new Error(`no answer within ${this.timeout} ms`)));
+      req.on('error', (e) => reject(new LineageError('unavailable', `no daemon answers at ${this.socket}: ${e.message}`)));
+      req.end(data);
+    });
+  }
+
+  /** Sends one request and resolves with its JSON answer. */
+  async request(method, urlPath, body) {
+    const res = await this._open(method, urlPath, body);
+    const chunks = [];
+    for await (const c of res) chunks.push(c);
+    const raw = Buffer.concat(chunks).toString();
+    return raw ? JSON.parse(raw) : null;
+  }
+
+  static _session(id, tail = '') {
+    return `/v1/sessions/${encodeURIComponent(id)}${tail}`;
+  }
+
+  status() { return this.request('GET', '/v1/status'); }
+
+  openSession(options = {}) {
+    const body = {};
+    for (const k of ['id', 'kind', 'label', 'parent']) if (options[k] !== undefined) body[k] = options[k];
+    return this.request('POST', '/v1/sessions', body);
+  }
+
+  session(id) { return this.request('GET', Client._session(id)); }
+  turnEnd(id) { return this.request('POST', Client._session(id, '/turn-end')); }
+  sessionClose(id) { return this.request('POST', Client._session(id, '/close')); }
+  report(id) { return this.request('GET', Client._session(id, '/report')); }
+
+  keep(identity, options = {}) {
+    const body = { process: identityString(identity) };
+    if (options.root) body.root = true;
+    if (options.ttl !== undefined) body.ttl = typeof options.ttl === 'number' ? `${options.ttl}s` : options.ttl;
+    return this.request('POST', '/v1/keeps', body);
+  }
+
+  /**
+   * The live members of root's lineage holding any of pipes (inodes) or
+   * the other end of any of sockets (the inodes of this process's ends).
+   */
+  holders(root, pipes = [], sockets = []) {
+    const q = [];
+    if (pipes.length) q.push(`pipe=${pipes.join(',')}`);
+    if (sockets.length) q.push(`socket=${sockets.join(',')}`);
+    return this.request('GET', `/v1/roots/${identityString(root)}/holders?${q.join('&')}`);
+  }
+
+  endRoot(root, event = 'deadline') {
+    return this.request('POST', `/v1/roots/${identityString(root)}/end`, { event });
+  }
+
+  /**
+   * The session's events (record schema), the header first; with a
+   * session, the iteration ends when it closes (its last event is `end`).
+   */
+  async *events(session) {
+    const q = session === undefined ? '' : `?session=${encodeURIComponent(session)}`;
+    const res = await this._open('GET', `/v1/events${q}`);
+    let rest = '';
+    try {
+      for await (const chunk of res) {
+        rest += chunk.toString();
+        let nl;
+        while ((nl = rest.indexOf('\n')) >= 0) {
+          const line = rest.slice(0, nl);
+          rest = rest.slice(nl + 1);
+          if (line) yield JSON.parse(line);
+        }
+      }
+    } finally {
+      res.destroy();
+    }
+  }
+
+  /**
+   * Runs file with args as a root of options.session, in
+   * child_process.execFile's shape: with a callback, it returns the child
+   * and calls back (error, stdout, stderr); without, it returns a promise
+   * of {stdout, stderr, code, holders, root} (rejected with the error,
+   * which carries the same) with the child as its `child`.
+   */
+  run(file, args, options, callback) {
+    if (typeof args === 'function') { callback = args; args = []; options = {}; }
+    else if (!Array.isArray(args)) { callback = options; options = args; args = []; }
+    if (typeof options === 'function') { callback = options; options = {}; }
+    options = options || {};
+    if (!options.session) throw new TypeError('run: options.session is required');
+    if (callback) {
+      const run = new Run(this, file, args, options, (err, res) => callback(err, res.stdout, res.stderr));
+      return run.child;
+    }
+    let run;
+    const promise = new Promise((resolve, reject) => {
+      run = new Run(this, file, args, options, (err, res) => (err ? reject(err) : resolve(res)));
+    });
+    promise.child = run ? run.child : undefined;
+    return promise;
+  }
+}
+
+/** One command run as a root: its child, its pipes, its end. */
+class Run {
+  constructor(client, file, args, options, done) {
+    this.client = client;
+    this.options = options;
+    this.done = done;
+    this.holdDelay = options.holdDelay === undefined ? DEFAULT_HOLD_DELAY_MS : options.holdDelay;
+    this.maxBuffer = options.maxBuffer === undefined ? DEFAULT_MAX_BUFFER : options.maxBuffer;
+    this.encoding = options.encoding === undefined ? 'utf8' : options.encoding;
+    this.out = { stdout: [], stderr: [] };
+    this.size = 0;
+    this.holders = [];
+    this.finished = false;
+    this.ended = false;
+    let command = [file, ...args];
+    if (options.shell) command = [typeof options.shell === 'string' ? options.shell : '/bin/sh', '-c', command.join(' ')];
+    const lineage = lookPath(client.lineage, process.env.PATH);
+    if (!lineage) throw new LineageError('unavailable', `no lineage binary ${client.lineage} (give lineage or set LINEAGE_BIN)`);
+    const argv = ['exec', '--socket', client.socket, '--session', options.session];
+    if (options.kind) argv.push('--kind', options.kind);
+    if (options.label) argv.push('--label', options.label);
+    argv.push('--', ...command);
+    this.cmd = command.join(' ');
+    const stdin = options.input === undefined ? 'ignore' : 'pipe';
+    this.child = childProcess.spawn(lineage, argv, {
+      cwd: options.cwd, env: options.env, stdio: [stdin, 'pipe', 'pipe'], windowsHide: true,
+    });
+    const child = this.child;
+    if (child.pid === undefined) {
+      child.on('error', (e) => this.finish(e, null, null));
+      return;
+    }
+    // Not waited for yet (libuv reaps in the event loop, later): the
+    // pid is still the command's.
+    this.root = `${child.pid}@${startTicks(child.pid)}`;
+    child.root = this.root;
+    child.holders = this.holders;
+    this.pipes = ['stdout', 'stderr'].map((name) => this.pipe(name, child[name]));
+    if (options.input !== undefined) child.stdin.end(options.input);
+    if (child.stdin) child.stdin.on('error', () => {});
+    child.on('exit', (code, signal) => this.exited(code, signal));
+    child.on('error', (e) => this.finish(e, null, null));
+    if (options.timeout > 0) {
+      this.timer = setTimeout(() => this.endLineage(), options.timeout);
+    }
+  }
+
+  pipe(name, stream) {
+    // libuv makes a child's stdio of socketpairs, whose two ends have
+    // inodes of their own: the daemon is asked about this end's, and finds
+    // the holders of the other. (Pipes, should a stream be one, by theirs.)
+    const p = { name, stream, fd: stream._handle ? stream._handle.fd : -1, ended: false, inode: 0, socket: false };
+    if (p.fd >= 0) {
+      const st = fs.fstatSync(p.fd);
+      p.inode = st.ino;
+      p.socket = st.isSocket();
+    }
+    stream.on('data', (chunk) => this.take(name, chunk));
+    stream.on('end', () => { p.ended = true; this.maybeClose(); });
+    stream.on('error', () => { p.ended = true; this.maybeClose(); });
+    return p;
+  }
+
+  take(name, chunk) {
+    this.out[name].push(chunk);
+    this.size += chunk.length;
+    if (this.size > this.maxBuffer && !this.overflow) {
+      this.overflow = true;
+      this.endLineage();
+    }
+  }
+
+  exited(code, signal) {
+    this.code = code;
+    this.signal = signal;
+    clearTimeout(this.timer);
+    // From here on, the pipes get hold delay to end, and no more.
+    this.holdTimer = setTimeout(() => this.giveUp(), this.holdDelay);
+    this.maybeClose();
+  }
+
+  maybeClose() {
+    if (this.code === undefined && this.signal === undefined) return;
+    if (this.pipes.every((p) => p.ended)) {
+      clearTimeout(this.holdTimer);
+      this.settle();
+    }
+  }
+
+  /** The hold delay is over: take what the pipes hold now, then name who holds them. */
+  async giveUp() {
+    const held = this.pipes.filter((p) => !p.ended);
+    for (const p of held) {
+      this.drain(p);
+      p.ended = true;
+      p.stream.pause();
+    }
+    // Asked while this end is still open: a socket's other end is found
+    // through it.
+    if (held.length && !this.ended) {
+      try {
+        const answer = await this.client.holders(this.root,
+          held.filter((p) => !p.socket).map((p) => p.inode), held.filter((p) => p.socket).map((p) => p.inode));
+        this.nameHolders(answer, held);
+      } catch {
+        // no names, then
+      }
+    }
+    for (const p of held) p.stream.destroy();
+    this.settle();
+  }
+
+  drain(p) {
+    if (p.fd < 0) return;
+    const buf = Buffer.alloc(64 * 1024);
+    for (;;) {
+      let n;
+      try {
+        n = fs.readSync(p.fd, buf, 0, buf.length, null);
+      } catch {
+        return; // EAGAIN: empty
+      }
+      if (n <= 0) return;
+      this.take(p.name, Buffer.from(buf.subarray(0, n)));
+    }
+  }
+
+  nameHolders(answer, held) {
+    const streams = new Map(held.map((p) => [p.inode, p.name]));
+    for (const h of answer.holders || []) {
+      const holder = {
+        pid: h.process.pid, start: h.process.start, identity: `${h.process.pid}@${h.process.start}`,
+        argv: h.argv || [], comm: h.comm || '', ageMs: (h.age_ns || 0) / 1e6, streams: [],
+      };
+      for (const fd of h.fds || []) {
+        const s = streams.get(fd.pipe || fd.socket);
+        if (s && !holder.streams.includes(s)) holder.streams.push(s);
+      }
+      this.holders.push(holder);
+    }
+  }
+
+  /** Ends the command's whole lineage through the daemon (a deadline). */
+  async endLineage() {
+    if (this.ended) return;
+    this.ended = true;
+    this.killed = true;
+    try {
+      await this.client.endRoot(this.root);
+      return;
+    } catch {
+      // not registered yet: kill the process we hold, then ask again
+    }
+    this.child.kill('SIGKILL');
+    await new Promise((resolve) => (this.code !== undefined ? resolve() : this.child.once('exit', resolve)));
+    try {
+      await this.client.endRoot(this.root);
+    } catch {
+      // gone with its process
+    }
+  }
+
+  output(name) {
+    const data = Buffer.concat(this.out[name]);
+    return this.encoding === 'buffer' || this.encoding === null ? data : data.toString(this.encoding);
+  }
+
+  settle() {
+    const stdout = this.output('stdout');
+    const stderr = this.output('stderr');
+    let err = null;
+    if (this.overflow) {
+      err = new RangeError(`stdout or stderr over maxBuffer (${this.maxBuffer} bytes)`);
+      err.code = 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER';
+    } else if (this.code !== 0 || this.killed) {
+      err = new Error(`Command failed: ${this.cmd}\n${stderr}`);
+      err.code = this.code;
+      err.killed = Boolean(this.killed);
+      err.signal = this.signal;
+    }
+    this.finish(err, stdout, stderr);
+  }
+
+  finish(err, stdout, stderr) {
+    if (this.finished) return;
+    this.finished = true;
+    clearTimeout(this.timer);
+    const res = { stdout, stderr, code: this.code, signal: this.signal, holders: this.holders, root: this.root };
+    if (err) {
+      Object.assign(err, { cmd: this.cmd, stdout, stderr, holders: this.holders, root: this.root });
+    }
+    this.done(err, res);
+  }
+}
+
+module.exports = { Client, LineageError, DEFAULT_SOCKET, DEFAULT_HOLD_DELAY_MS };

@@ -1,0 +1,148 @@
+'use strict';
+// Tests of the Node client against a real daemon. They need one:
+// cmd/lineage/node_client_e2e_test.go (run by `make test`) starts it and
+// runs `node --test` here with LINEAGE_SOCKET, LINEAGE_BIN and
+// LINEAGE_TEST_MARK set. Every process they start sleeps for a finite
+// time and carries the mark, so the Go test finds any leak.
+
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const { test } = require('node:test');
+const { Client, LineageError, DEFAULT_HOLD_DELAY_MS } = require('..');
+
+const MARK = process.env.LINEAGE_TEST_MARK || '';
+const skip = !(process.env.LINEAGE_SOCKET && MARK) && 'needs a daemon: run through go test ./cmd/lineage -run TestNodeClient';
+const client = new Client();
+let count = 0;
+const sessionName = (what) => `node-${what}-${process.pid}-${++count}`;
+const leaveScript = `echo built; setsid sleep 90.${MARK} & (sleep 91.${MARK} &)`;
+
+/** Field 22 of /proc/PID/stat, or null when gone or a zombie. */
+function startTicks(pid) {
+  let stat;
+  try {
+    stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+  } catch {
+    return null;
+  }
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return fields[0] === 'Z' || fields[0] === 'X' ? null : Number(fields[19]);
+}
+
+async function waitUntil(cond, what, ms = 30000) {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`waited ${ms} ms for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+const gone = (h) => waitUntil(() => startTicks(h.pid) !== h.start, `${h.argv.join(' ')} to end`);
+
+/** Runs the issue's command; resolves with the result and the ms from the command's exit to the callback. */
+function runLeaving(session, kind) {
+  return new Promise((resolve, reject) => {
+    let exitedAt;
+    const child = client.run('sh', ['-c', leaveScript], { session, kind }, (err, stdout, stderr) => {
+      if (err) return reject(err);
+      resolve({ stdout, stderr, holders: child.holders, tookMs: Date.now() - exitedAt });
+    });
+    child.on('exit', () => { exitedAt = Date.now(); });
+  });
+}
+
+for (const kind of ['autonomous', 'interactive']) {
+  test(`run returns past its leftovers (${kind})`, { skip }, async () => {
+    const session = sessionName(kind);
+    const res = await runLeaving(session, kind);
+    assert.ok(res.tookMs < 1000, `the callback came ${res.tookMs} ms after the command exited (hold delay ${DEFAULT_HOLD_DELAY_MS} ms)`);
+    assert.equal(res.stdout, 'built\n');
+    assert.deepEqual(res.holders.map((h) => h.argv.join(' ')).sort(), [`sleep 90.${MARK}`, `sleep 91.${MARK}`]);
+    for (const h of res.holders) {
+      assert.deepEqual(h.streams, ['stdout', 'stderr']);
+      assert.equal(startTicks(h.pid), h.start);
+    }
+    const ended = await client.turnEnd(session);
+    if (kind === 'autonomous') {
+      await Promise.all(res.holders.map(gone));
+    } else {
+      const reported = ended.roots.flatMap((r) => r.outcomes).filter((o) => o.result === 'reported').map((o) => o.process.pid);
+      assert.deepEqual(reported.sort(), res.holders.map((h) => h.pid).sort());
+      for (const h of res.holders) assert.equal(startTicks(h.pid), h.start, `${h.argv} died at an interactive turn end`);
+    }
+    await client.sessionClose(session);
+    await Promise.all(res.holders.map(gone));
+  });
+}
+
+test('1 MiB before the exit: every byte, no deadlock', { skip }, async () => {
+  const session = sessionName('mib');
+  const res = await client.run('sh', ['-c', `head -c 1048576 /dev/zero; ${leaveScript}`],
+    { session, kind: 'autonomous', encoding: 'buffer', maxBuffer: 4 << 20 });
+  assert.equal(res.stdout.length, (1 << 20) + 'built\n'.length);
+  assert.ok(res.stdout.subarray(0, 1 << 20).every((b) => b === 0));
+  assert.equal(res.stdout.subarray(1 << 20).toString(), 'built\n');
+  assert.equal(res.holders.length, 2);
+  await client.sessionClose(session);
+  await Promise.all(res.holders.map(gone));
+});
+
+test('timeout ends the whole lineage, a setsid\'d grandchild included', { skip }, async () => {
+  const session = sessionName('timeout');
+  const bystander = await client.run('sh', ['-c', `setsid sleep 97.${MARK} >/dev/null 2>&1 & echo $!`], { session, kind: 'interactive' });
+  const kept = Number(bystander.stdout.trim());
+  const keptStart = startTicks(kept);
+  const err = await client.run('sh', ['-c', `echo started; setsid sleep 92.${MARK} & echo $!; wait`], { session, timeout: 1000 })
+    .then(() => null, (e) => e);
+  assert.ok(err, 'the run did not fail');
+  assert.equal(err.killed, true);
+  assert.match(err.stdout, /^started\n\d+\n$/);
+  const grandchild = Number(err.stdout.split('\n')[1]);
+  assert.equal(startTicks(grandchild), null, 'the setsid\'d grandchild outlived the timeout');
+  assert.equal(startTicks(kept), keptStart, 'the timeout touched another root');
+  await client.sessionClose(session);
+  await waitUntil(() => startTicks(kept) === null, 'the bystander to end');
+});
+
+test('input, exit codes and stderr as execFile gives them', { skip }, async () => {
+  const session = sessionName('shape');
+  const res = await client.run('cat', [], { session, input: 'fed' });
+  assert.equal(res.stdout, 'fed');
+  const err = await client.run('sh', ['-c', 'echo oops >&2; exit 3'], { session }).then(() => null, (e) => e);
+  assert.equal(err.code, 3);
+  assert.equal(err.stderr, 'oops\n');
+  await new Promise((resolve) => {
+    client.run('echo', ['cb'], { session }, (e, stdout) => {
+      assert.equal(e, null);
+      assert.equal(stdout, 'cb\n');
+      resolve();
+    });
+  });
+  await client.sessionClose(session);
+});
+
+test('events end when the session closes', { skip }, async () => {
+  const session = sessionName('events');
+  await client.openSession({ id: session, kind: 'autonomous' });
+  const kinds = [];
+  const stream = client.events(session);
+  const header = (await stream.next()).value;
+  assert.equal(header.schema, 'lineage-record');
+  await client.run('true', [], { session });
+  const closing = client.sessionClose(session);
+  for await (const ev of stream) kinds.push(ev.kind);
+  await closing;
+  assert.ok(kinds.includes('exec'), kinds.join(' '));
+  assert.equal(kinds[kinds.length - 1], 'end');
+});
+
+test('bad input is refused and runs nothing', { skip }, async () => {
+  await assert.rejects(client.keep('not-an-identity'), (e) => e instanceof LineageError && e.code === 'invalid' && e.status === 400);
+  await assert.rejects(client.turnEnd(sessionName('none')), (e) => e.code === 'not_found');
+  await assert.rejects(new Client({ socket: '/nonexistent/lineage.sock' }).status(), (e) => e.code === 'unavailable');
+  const marker = `${process.env.TMPDIR || '/tmp'}/lineage-node-${MARK}`;
+  const err = await client.run('touch', [marker], { session: 'has space' }).then(() => null, (e) => e);
+  assert.ok(err && err.code !== 0, 'a bad session ran');
+  assert.equal(fs.existsSync(marker), false, 'the command ran for a bad session');
+  assert.throws(() => client.run('true', [], {}), TypeError);
+});
