@@ -618,10 +618,10 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 /*
  * The second fork hook. Where tracepoints run preemptible (newer kernels
  * call their probes under SRCU: Debian's 7.3 does), a task can be
- * preempted inside handle_fork, and the
- * kernel then skips handle_fork for every other fork on that CPU until the
- * task runs again (per program, counted as its recursion_misses): a
- * member's child that never enters the map. This program is a classic
+ * preempted inside handle_fork, and the kernel then skips handle_fork for
+ * every other fork on that CPU until the task runs again (per program,
+ * counted as its recursion_misses): a member's child that never enters
+ * the map. This program is a classic
  * tracepoint: the kernel's perf probe runs it with preemption disabled, so
  * no task is ever preempted inside it, and its guard is another one (the
  * per-CPU bpf_prog_active). It inserts what handle_fork did not, and
@@ -648,14 +648,6 @@ int catch_fork(struct trace_event_raw_sched_process_fork *ctx)
 }
 #endif /* LINEAGE_COMPAT */
 
-/*
- * The kernel's part of the exe keep rules, in the exec hook's own run:
- * a member that execs a program an exe rule of its root keeps is spared
- * for it (MEMBER_F_SPARED | MEMBER_F_SPARED_EXE) before that program runs;
- * one spared for the program it ran, that now execs another, is spared no
- * more. A mark user space gave alone stays. It returns EVENT_F_SPARED
- * when the member is spared for its new program.
- */
 /* Whether an exe rule of m's root keeps the program k names (k.root_pid
  * is filled in here): the root's own rules, or, while the root is being
  * spawned, those waiting for it under pid 0. */
@@ -677,6 +669,14 @@ static __always_inline bool kept_program(const struct member *m, struct keep_exe
 	return bpf_map_lookup_elem(&keep_exes, k) != 0;
 }
 
+/*
+ * The kernel's part of the exe keep rules, in the exec hook's own run:
+ * a member that execs a program an exe rule of its root keeps is spared
+ * for it (MEMBER_F_SPARED | MEMBER_F_SPARED_EXE) before that program runs;
+ * one spared for the program it ran, that now execs another, is spared no
+ * more. A mark user space gave alone stays. It returns EVENT_F_SPARED
+ * when the member is spared for its new program.
+ */
 static __always_inline enum event_flag spare_at_exec(struct member *m, struct linux_binprm *bprm)
 {
 	struct inode *ino = bprm->file->f_inode;

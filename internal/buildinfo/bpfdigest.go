@@ -4,4 +4,4 @@ package buildinfo
 
 // CommittedBPF is the digest of the BPF objects committed in
 // internal/loader/bpf, for a binary that embeds none.
-const CommittedBPF = "6a651df02bbe"
+const CommittedBPF = "558a4e9e914d"
