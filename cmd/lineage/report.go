@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -27,6 +28,10 @@ type reportOptions struct {
 	File   string
 	Format string
 	Output string
+	// LeaksOnly and Depth shape the tree: only the paths to leaks; no
+	// deeper than Depth (-1: every level).
+	LeaksOnly bool
+	Depth     int
 }
 
 func newCmdReport(s streams, runF func(*reportOptions) error) *cobra.Command {
@@ -37,12 +42,20 @@ func newCmdReport(s streams, runF func(*reportOptions) error) *cobra.Command {
 		Long: `report reads a record written by lineage (JSON Lines, see docs/record.md) and
 renders it:
 
-  tree          a tree by lineage parent with each process's argv, lifetime and
-                end; leaks marked LEAK; a summary (the default)
-  json          the reconstructed tree, for tools
-  html          one self-contained page: a timeline with one bar per process,
-                coloured by outcome, details on hover, a search box
+  tree          a summary (leaks, kept, reaped, the longest-lived, those that
+                outlived their root, the top spawners, the losses), then a tree
+                by lineage parent with each process's argv, lifetime and end;
+                leaks marked LEAK, events lost in a gap marked "fork not
+                recorded" and the like (the default)
+  json          the summary and the reconstructed tree, for tools
+  html          one self-contained page: the summary, then the tree with a
+                timeline bar per process, coloured by outcome; subtrees closed
+                but the paths to the leaks; filters by argv and by outcome
   chrome-trace  Trace Event Format, for ui.perfetto.dev or chrome://tracing
+
+--leaks-only draws only the paths to the leaks, and --depth N no deeper than
+depth N (the tops are depth 0), each subtree cut off summarised in one line
+("… 37 more processes"); both are for the tree.
 
 A damaged record (a line cut short, a corrupt line, a newer schema) is rendered
 as far as it can be, and the report says which lines were bad and what it could
@@ -72,16 +85,22 @@ when stdout is a terminal and NO_COLOR is unset.`,
 	}
 	cmd.Flags().StringVarP(&opts.Format, "format", "f", "tree", "output format: "+strings.Join(reportFormats, ", "))
 	cmd.Flags().StringVarP(&opts.Output, "output", "o", "", "write the report to this file rather than stdout")
+	cmd.Flags().BoolVar(&opts.LeaksOnly, "leaks-only", false, "tree: draw only the paths to the leaks")
+	cmd.Flags().IntVar(&opts.Depth, "depth", -1, "tree: draw no deeper than depth N (the tops are 0), summarising what is cut off; -1 draws every level")
 	return cmd
 }
 
 func (o *reportOptions) validate() error {
-	for _, f := range reportFormats {
-		if o.Format == f {
-			return nil
-		}
+	if !slices.Contains(reportFormats, o.Format) {
+		return fmt.Errorf("%w --format %q: want one of %s", lineage.ErrInvalid, o.Format, strings.Join(reportFormats, ", "))
 	}
-	return fmt.Errorf("%w --format %q: want one of %s", lineage.ErrInvalid, o.Format, strings.Join(reportFormats, ", "))
+	if o.Depth < -1 {
+		return fmt.Errorf("%w --depth %d: want a depth of 0 or more, or -1 for every level", lineage.ErrInvalid, o.Depth)
+	}
+	if o.Format != "tree" && (o.LeaksOnly || o.Depth >= 0) {
+		return fmt.Errorf("%w --leaks-only and --depth shape the tree: they don't apply to --format %s", lineage.ErrInvalid, o.Format)
+	}
+	return nil
 }
 
 // reportRun reads the record and writes the report.
@@ -137,7 +156,7 @@ func writeReport(opts *reportOptions, rep *report.Report) (err error) {
 	case "chrome-trace":
 		return rep.WriteChromeTrace(w)
 	}
-	return rep.WriteText(w, report.TextOptions{Color: opts.Output == "" && opts.color(w)})
+	return rep.WriteText(w, report.TextOptions{Color: opts.Output == "" && opts.color(w), LeaksOnly: opts.LeaksOnly, Levels: opts.Depth + 1})
 }
 
 // wantsColor reports whether w is a terminal and NO_COLOR is unset

@@ -24,9 +24,14 @@ func TestNewCmdReport(t *testing.T) {
 		want    reportOptions
 		wantErr string
 	}{
-		{name: "default", args: []string{"t.jsonl"}, want: reportOptions{File: "t.jsonl", Format: "tree"}},
-		{name: "html to a file", args: []string{"t.jsonl", "--format", "html", "-o", "r.html"}, want: reportOptions{File: "t.jsonl", Format: "html", Output: "r.html"}},
-		{name: "trace", args: []string{"-f", "chrome-trace", "t.jsonl"}, want: reportOptions{File: "t.jsonl", Format: "chrome-trace"}},
+		{name: "default", args: []string{"t.jsonl"}, want: reportOptions{File: "t.jsonl", Format: "tree", Depth: -1}},
+		{name: "leaks only, depth", args: []string{"t.jsonl", "--leaks-only", "--depth", "2"}, want: reportOptions{File: "t.jsonl", Format: "tree", LeaksOnly: true, Depth: 2}},
+		{name: "depth 0", args: []string{"t.jsonl", "--depth=0"}, want: reportOptions{File: "t.jsonl", Format: "tree", Depth: 0}},
+		{name: "bad depth", args: []string{"t.jsonl", "--depth", "-2"}, wantErr: "invalid --depth -2"},
+		{name: "leaks only for json", args: []string{"t.jsonl", "-f", "json", "--leaks-only"}, wantErr: "don't apply to --format json"},
+		{name: "depth for html", args: []string{"t.jsonl", "-f", "html", "--depth", "1"}, wantErr: "don't apply to --format html"},
+		{name: "html to a file", args: []string{"t.jsonl", "--format", "html", "-o", "r.html"}, want: reportOptions{File: "t.jsonl", Format: "html", Output: "r.html", Depth: -1}},
+		{name: "trace", args: []string{"-f", "chrome-trace", "t.jsonl"}, want: reportOptions{File: "t.jsonl", Format: "chrome-trace", Depth: -1}},
 		{name: "bad format", args: []string{"t.jsonl", "--format", "svg"}, wantErr: `invalid --format "svg"`},
 		{name: "no file", args: nil, wantErr: "accepts 1 arg"},
 	} {
@@ -48,7 +53,7 @@ func TestNewCmdReport(t *testing.T) {
 			if err != nil || got == nil {
 				t.Fatalf("error %v, runF called: %v", err, got != nil)
 			}
-			if got.File != tc.want.File || got.Format != tc.want.Format || got.Output != tc.want.Output || got.out != &stdout {
+			if got.File != tc.want.File || got.Format != tc.want.Format || got.Output != tc.want.Output || got.LeaksOnly != tc.want.LeaksOnly || got.Depth != tc.want.Depth || got.out != &stdout {
 				t.Errorf("options %+v, want %+v", got, tc.want)
 			}
 		})
@@ -101,7 +106,7 @@ func TestReportRunFormats(t *testing.T) {
 	path := writeRecord(t)
 	for _, format := range reportFormats {
 		t.Run(format, func(t *testing.T) {
-			out, _, err := runReport(t, &reportOptions{File: path, Format: format})
+			out, _, err := runReport(t, &reportOptions{File: path, Format: format, Depth: -1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,9 +131,23 @@ func TestReportRunFormats(t *testing.T) {
 	}
 }
 
+// --leaks-only draws the path to the leaked daemon; --depth 0 the root
+// alone, the rest summarised.
+func TestReportTreeShapes(t *testing.T) {
+	path := writeRecord(t)
+	out, _, err := runReport(t, &reportOptions{File: path, Format: "tree", LeaksOnly: true, Depth: -1})
+	if err != nil || !strings.Contains(out, "sh -c job  pid 10 ") || !strings.Contains(out, "└─ LEAK daemon") || !strings.Contains(out, "(leaks only: 2 of 2 processes drawn") {
+		t.Errorf("leaks only: %v\n%s", err, out)
+	}
+	out, _, err = runReport(t, &reportOptions{File: path, Format: "tree", Depth: 0})
+	if err != nil || !strings.Contains(out, "└─ … 1 more process, 1 leak among them") || strings.Contains(out, "─ LEAK daemon") {
+		t.Errorf("depth 0: %v\n%s", err, out)
+	}
+}
+
 func TestReportColour(t *testing.T) {
 	path := writeRecord(t)
-	out, _, err := runReport(t, &reportOptions{File: path, Format: "tree", color: func(io.Writer) bool { return true }})
+	out, _, err := runReport(t, &reportOptions{File: path, Format: "tree", Depth: -1, color: func(io.Writer) bool { return true }})
 	if err != nil || !strings.Contains(out, "\x1b[1;31mLEAK\x1b[0m") {
 		t.Errorf("error %v, tree:\n%q", err, out)
 	}
@@ -141,7 +160,7 @@ func TestReportColour(t *testing.T) {
 func TestReportOutputFile(t *testing.T) {
 	path := writeRecord(t)
 	dest := filepath.Join(t.TempDir(), "report.html")
-	out, _, err := runReport(t, &reportOptions{File: path, Format: "html", Output: dest})
+	out, _, err := runReport(t, &reportOptions{File: path, Format: "html", Depth: -1, Output: dest})
 	if err != nil || out != "" {
 		t.Fatalf("error %v, stdout %q", err, out)
 	}
@@ -168,17 +187,17 @@ func TestReportBadInput(t *testing.T) {
 	must(os.WriteFile(huge, good, 0o600))
 	must(os.Truncate(huge, report.MaxHTMLRecord+1))
 
-	if _, _, err := runReport(t, &reportOptions{File: empty, Format: "tree"}); !errors.Is(err, lineage.ErrInvalid) || !strings.Contains(err.Error(), "empty") {
+	if _, _, err := runReport(t, &reportOptions{File: empty, Format: "tree", Depth: -1}); !errors.Is(err, lineage.ErrInvalid) || !strings.Contains(err.Error(), "empty") {
 		t.Errorf("empty: %v", err)
 	}
 	if _, _, err := runReport(t, &reportOptions{File: filepath.Join(dir, "missing"), Format: "tree"}); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing: %v", err)
 	}
-	out, stderr, err := runReport(t, &reportOptions{File: damaged, Format: "json"})
+	out, stderr, err := runReport(t, &reportOptions{File: damaged, Format: "json", Depth: -1})
 	if err != nil || !json.Valid([]byte(out)) || !strings.Contains(stderr, "line 8: cut short") {
 		t.Errorf("damaged: error %v, stderr %q", err, stderr)
 	}
-	if _, _, err := runReport(t, &reportOptions{File: huge, Format: "html"}); !errors.Is(err, report.ErrTooLarge) || !strings.Contains(err.Error(), "chrome-trace") {
+	if _, _, err := runReport(t, &reportOptions{File: huge, Format: "html", Depth: -1}); !errors.Is(err, report.ErrTooLarge) || !strings.Contains(err.Error(), "chrome-trace") {
 		t.Errorf("huge: %v", err)
 	}
 }

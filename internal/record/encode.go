@@ -11,10 +11,15 @@ import (
 // appendEvent appends ev as json.Marshal would write it, without
 // reflection: the Writer runs on the tracker's event reader, beside the
 // job. It reports false for what it leaves to json.Marshal (a wall time
-// outside years 0–9999). Strings that need escaping are quoted by
-// encoding/json; TestAppendEventIsMarshal holds the two to the same bytes.
+// outside years 0–9999, a loss's span or members). Strings that need
+// escaping are quoted by encoding/json; TestAppendEventIsMarshal holds the
+// two to the same bytes.
 func appendEvent(b []byte, ev *Event) ([]byte, bool) {
 	if y := ev.Wall.Year(); y < 0 || y > 9999 {
+		return b, false
+	}
+	// A loss's span and members are rare: json.Marshal writes them.
+	if ev.From != 0 || ev.To != 0 || len(ev.Members) > 0 || ev.MembersOmitted != 0 {
 		return b, false
 	}
 	b = append(b, `{"kind":`...)

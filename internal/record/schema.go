@@ -119,7 +119,32 @@ type Event struct {
 	// Count is how many events the kernel could not deliver (loss); the
 	// loss's Reason says which counter it is.
 	Count uint64 `json:"count,omitempty"`
+	// From and To place a loss in time, when the tracker knows (loss,
+	// optional, version 2): every event it counts happened at or after
+	// From and at or before To, on CLOCK_BOOTTIME like Boot. A loss without
+	// both, or with To before From, is not placed.
+	From time.Duration `json:"from_ns,omitempty"`
+	To   time.Duration `json:"to_ns,omitempty"`
+	// Members name the processes whose events the loss counts, where the
+	// tracker knows them (loss, optional, version 2): at most MaxLostMembers;
+	// MembersOmitted counts those it knew but did not name.
+	Members        []LostMember `json:"members,omitempty"`
+	MembersOmitted int          `json:"members_omitted,omitempty"`
 }
+
+// MaxLostMembers is the most members one loss event names, so that its
+// line stays well under a Reader's MaxLine.
+const MaxLostMembers = 4096
+
+// LostMember is a process whose events a loss counts: Kinds says which of
+// them (fork, exec, exit), when the tracker knows; empty, some of them.
+type LostMember struct {
+	Process lineage.Identity `json:"process"`
+	Kinds   []Kind           `json:"kinds,omitempty"`
+}
+
+// Placed reports whether a loss says when its events happened.
+func (ev *Event) Placed() bool { return ev.From > 0 && ev.To >= ev.From }
 
 // Exit is how a process ended: Code when it called exit(2), Signal when a
 // signal killed it; Core when it dumped core.

@@ -155,6 +155,28 @@ func (w *Writer) LossOf(count uint64, reason string) error {
 	return w.now(Event{Kind: KindLoss, Count: count, Reason: reason})
 }
 
+// Placement is what a tracker knows of a loss beyond its count: when its
+// events happened (From to To, CLOCK_BOOTTIME; zero when unknown) and whose
+// they were (see [Event]'s fields of the same names).
+type Placement struct {
+	From, To time.Duration
+	Members  []LostMember
+}
+
+// LossIn records a gap of count events of the kind reason names, placed in
+// time and naming its members as far as g knows them: the first
+// MaxLostMembers are named, the rest counted. A zero count is not written.
+func (w *Writer) LossIn(count uint64, reason string, g Placement) error {
+	if count == 0 {
+		return nil
+	}
+	ev := Event{Kind: KindLoss, Count: count, Reason: reason, From: g.From, To: g.To, Members: g.Members}
+	if n := len(ev.Members); n > MaxLostMembers {
+		ev.Members, ev.MembersOmitted = ev.Members[:MaxLostMembers], n-MaxLostMembers
+	}
+	return w.now(ev)
+}
+
 // Reap records what the reaper did: a signal event for every signal it sent
 // to a member (the last one carrying the member's result), a keep event for
 // a member it kept; why says why the lineage was reaped ("deadline", "root

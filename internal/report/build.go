@@ -27,6 +27,12 @@ type Report struct {
 	Last  time.Duration `json:"last_ns"`
 	// Unknowns say what the record could not tell, in words.
 	Unknowns []string `json:"unknowns,omitempty"`
+	// Highlights are what the report leads with.
+	Highlights Highlights `json:"highlights"`
+	// Gaps are the record's losses, in the record's order; Missing the
+	// processes whose events fell in them, in tree order.
+	Gaps    []Gap     `json:"gaps,omitempty"`
+	Missing []Missing `json:"missing_events,omitempty"`
 
 	// tops are the processes whose lineage parent is not in the record, in
 	// start order; each process's children are in start order too.
@@ -41,13 +47,20 @@ type Summary struct {
 	Roots     int `json:"roots"`
 	Leaks     int `json:"leaks"`
 	Reaped    int `json:"reaped"`
-	Kept      int `json:"kept"`
+	// Killed counts the reaped processes that were killed (the rest were
+	// terminated).
+	Killed int `json:"killed"`
+	Kept   int `json:"kept"`
+	// OutlivedRoot counts the processes alive when their root's exit was
+	// recorded.
+	OutlivedRoot int `json:"outlived_root"`
 	// Unended counts processes whose end the record doesn't show.
 	Unended int `json:"unended"`
 	// Lost is how many events the kernel could not deliver, in Losses
-	// loss events.
+	// loss events; Missing counts the processes marked for them.
 	Lost     uint64 `json:"lost"`
 	Losses   int    `json:"losses"`
+	Missing  int    `json:"missing_events"`
 	BadLines int    `json:"bad_lines"`
 }
 
@@ -78,7 +91,10 @@ func Build(r *record.Reader) (*Report, error) {
 	if !rep.HasHeader && rep.Summary.Events == 0 {
 		return nil, fmt.Errorf("%w record: nothing readable: %s", lineage.ErrInvalid, firstProblem(rep.Problems))
 	}
+	rep.nameMembers(procs)
 	rep.link(procs)
+	rep.markMissing()
+	rep.highlight(procs)
 	rep.explain()
 	return rep, nil
 }
@@ -100,6 +116,14 @@ func (rep *Report) add(procs map[lineage.Identity]*Process, ev record.Event) {
 	case record.KindLoss:
 		rep.Summary.Lost += ev.Count
 		rep.Summary.Losses++
+		g := gapOf(ev)
+		if g.Placed {
+			if rep.First == 0 || g.From < rep.First {
+				rep.First = g.From
+			}
+			rep.Last = max(rep.Last, g.To)
+		}
+		rep.Gaps = append(rep.Gaps, g)
 		return
 	case record.KindEnd:
 		return // a stream's end names no process
@@ -217,7 +241,7 @@ func (rep *Report) explain() {
 		add("%s", lineage.Printable(limit))
 	}
 	if s.Lost > 0 {
-		add("events the kernel could not deliver: %d (in %d losses): processes, argv or ends may be missing", s.Lost, s.Losses)
+		add("events the kernel could not deliver: %d (in %d %s, %s): %s", s.Lost, s.Losses, plural(s.Losses, "loss", "losses"), rep.placement(), rep.lossImpact())
 	}
 	if s.BadLines > 0 {
 		add("lines that could not be read: %d: the events on them are missing", s.BadLines)
@@ -230,4 +254,34 @@ func (rep *Report) explain() {
 	if s.Unended > 0 {
 		add("processes without a recorded end: %d: alive when the record stopped, or their exit was lost", s.Unended)
 	}
+}
+
+// placement says whether the record places its losses in time.
+func (rep *Report) placement() string {
+	placed := 0
+	for _, g := range rep.Gaps {
+		placed += b2i(g.Placed)
+	}
+	switch placed {
+	case 0:
+		return "not placed in time"
+	case len(rep.Gaps):
+		return "each placed in time"
+	}
+	return fmt.Sprintf("%d placed in time", placed)
+}
+
+// lossImpact says what the losses cost the report.
+func (rep *Report) lossImpact() string {
+	if rep.Summary.Missing == 0 {
+		return "no process lacks its fork or exit for them; an exec lost shows only as the previous program's argv"
+	}
+	n := map[record.Kind]int{}
+	for _, m := range rep.Missing {
+		for _, k := range m.Events {
+			n[k]++
+		}
+	}
+	return fmt.Sprintf("%d processes marked (fork not recorded %d, exec not recorded %d, exit not recorded %d); an exec lost from any other shows only as the previous program's argv",
+		rep.Summary.Missing, n[record.KindFork], n[record.KindExec], n[record.KindExit])
 }

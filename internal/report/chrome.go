@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
 // traceEvent is one event of the Trace Event Format (the JSON that
@@ -28,12 +30,15 @@ type traceEvent struct {
 // pid is the process's root pid, its tid the process's Track (a counter per
 // incarnation, so that a reused pid never overlaps itself). Metadata events
 // name the processes and tracks and keep the tracks in tree order; each fork
-// is a flow from the parent's track to the child's. Times are microseconds
-// from the record's first event. It writes process by process.
+// is a flow from the parent's track to the child's. A process whose events
+// fell in a gap says which in its args ("missing"); the gaps placed in time
+// are complete events of their own on a "record gaps" track (trace pid 0),
+// and otherData lists every gap. Times are microseconds from the record's
+// first event. It writes process by process.
 func (rep *Report) WriteChromeTrace(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	bw.WriteString(`{"displayTimeUnit":"ms","otherData":`)
-	other, _ := json.Marshal(map[string]any{"schema": rep.Header.Schema, "host": rep.Header.Host, "kernel": rep.Header.Kernel, "summary": rep.Summary})
+	other, _ := json.Marshal(map[string]any{"schema": rep.Header.Schema, "host": rep.Header.Host, "kernel": rep.Header.Kernel, "summary": rep.Summary, "gaps": rep.Gaps})
 	bw.Write(other)
 	bw.WriteString(`,"traceEvents":[`)
 	tw := &traceWriter{w: bw, rep: rep, named: make(map[uint32]bool)}
@@ -43,6 +48,7 @@ func (rep *Report) WriteChromeTrace(w io.Writer) error {
 		tw.process(p, order)
 		return tw.err == nil
 	})
+	tw.gaps()
 	if tw.err != nil {
 		return fmt.Errorf("chrome trace: %w", tw.err)
 	}
@@ -104,6 +110,30 @@ func (t *traceWriter) process(p *Process, order int) {
 	}
 }
 
+// gapsPID is the trace process of the record's gaps: no process of a
+// lineage is pid 0.
+const gapsPID = 0
+
+// gaps draws each gap placed in time on a track of its own (gaps may
+// overlap), in the "record gaps" trace process.
+func (t *traceWriter) gaps() {
+	named := false
+	for i, g := range t.rep.Gaps {
+		if !g.Placed || g.Escapes {
+			continue
+		}
+		if !named {
+			named = true
+			t.emit(traceEvent{Name: "process_name", Ph: "M", PID: gapsPID, Args: map[string]any{"name": "record gaps"}})
+		}
+		name := fmt.Sprintf("%s: %d", lineage.Printable(g.what()), g.Count)
+		t.emit(traceEvent{Name: "thread_name", Ph: "M", PID: gapsPID, TID: i + 1, Args: map[string]any{"name": fmt.Sprintf("gap %d", i)}})
+		dur := float64((g.To - g.From).Nanoseconds()) / 1e3
+		t.emit(traceEvent{Name: name, Cat: "loss", Ph: "X", TS: t.micros(g.From), Dur: &dur, PID: gapsPID, TID: i + 1,
+			Args: map[string]any{"count": g.Count, "reason": g.what(), "touched": g.Touched, "named": g.Named}})
+	}
+}
+
 func processArgs(p *Process) map[string]any {
 	args := map[string]any{
 		"pid":     p.ID.PID,
@@ -121,6 +151,14 @@ func processArgs(p *Process) map[string]any {
 	}
 	if p.Reason != "" {
 		args["reason"] = p.Reason
+	}
+	if len(p.Missing) > 0 {
+		missing := make([]string, len(p.Missing))
+		for i, k := range p.Missing {
+			missing[i] = string(k)
+		}
+		args["missing"] = missing
+		args["not_recorded"] = notRecorded(p)
 	}
 	return args
 }

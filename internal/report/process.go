@@ -24,8 +24,9 @@ type Process struct {
 	UID           *uint32  `json:"uid,omitempty"`
 	EUID          *uint32  `json:"euid,omitempty"`
 	// Start and End are times since boot. Start is the fork's when it was
-	// recorded, else the identity's start tick; End is the exit's, or the
-	// record's last moment when no exit was seen (Ended false).
+	// recorded, else the identity's start tick; End is the exit's, or, when
+	// no exit was seen (Ended false), the record's last moment, or the
+	// process's last event when its exit was lost (Missing holds exit).
 	Start time.Duration `json:"start_ns"`
 	End   time.Duration `json:"end_ns"`
 	Ended bool          `json:"ended"`
@@ -45,9 +46,19 @@ type Process struct {
 	// Track numbers the process's incarnation: 1 for the first process
 	// the record mentions, and so on; a reused pid gets a new one.
 	Track int `json:"track"`
+	// Missing are the process's events that the record should hold but
+	// lost in a gap (fork, exec, exit), as the report places them.
+	Missing []record.Kind `json:"missing,omitempty"`
 
 	kept     bool
 	children []*Process
+	// lastSeen is the time of the last event about the process.
+	lastSeen time.Duration
+	// descendants and leaksBelow count the processes and the leaks of the
+	// process's subtree (leaksBelow counts the process itself).
+	descendants, leaksBelow int
+	// outlived is set when the process was alive at its root's exit.
+	outlived bool
 }
 
 // Lifetime is how long the process lived, as far as the record knows.
@@ -60,6 +71,7 @@ func (p *Process) Lifetime() time.Duration {
 
 // apply folds one event into p.
 func (p *Process) apply(ev record.Event) {
+	p.lastSeen = max(p.lastSeen, ev.Boot)
 	if p.Parent.IsZero() {
 		p.Parent = ev.Parent
 	}

@@ -15,7 +15,18 @@ type TextOptions struct {
 	// Color adds ANSI colours: leaks in bold red, reaped processes in
 	// yellow, kept ones in cyan. Set it only for a terminal.
 	Color bool
+	// LeaksOnly draws only the paths to leaks: each leak and its
+	// ancestors.
+	LeaksOnly bool
+	// Levels, when positive, is how many levels of the tree are drawn (1:
+	// the tops alone); each subtree cut off is summarised in one line
+	// ("… 37 more processes").
+	Levels int
 }
+
+// textListLimit is how many processes each list of the text's summary
+// shows.
+const textListLimit = 5
 
 // maxIndent is the deepest level the tree draws; deeper processes are
 // drawn at that indentation with their depth.
@@ -34,20 +45,48 @@ type textWriter struct {
 	w     *bufio.Writer
 	rep   *Report
 	color bool
+	opts  TextOptions
+	drawn int
 }
 
-// WriteText writes the report as a tree by lineage parent, like pstree: one
-// line per process with its command line, pid, start (from the record's
-// first event), lifetime and end; leaks marked LEAK; then the summary and
-// what the record could not tell. Everything a process controls is escaped.
+// WriteText writes the report: its header, a summary that leads with what
+// matters (leaks, kept, reaped, the longest-lived, those that outlived their
+// root, the top spawners, the losses), then a tree by lineage parent, like
+// pstree: one line per process with its command line, pid, start (from the
+// record's first event), lifetime and end; leaks marked LEAK, events lost
+// in a gap marked "fork not recorded" and the like; then the counts and what
+// the record could not tell. Everything a process controls is escaped.
 func (rep *Report) WriteText(w io.Writer, opts TextOptions) error {
-	t := &textWriter{w: bufio.NewWriterSize(w, 64<<10), rep: rep, color: opts.Color}
+	t := &textWriter{w: bufio.NewWriterSize(w, 64<<10), rep: rep, color: opts.Color, opts: opts}
 	t.header()
-	for _, p := range rep.tops {
+	t.summary()
+	fmt.Fprintln(t.w)
+	tops := rep.tops
+	if opts.LeaksOnly {
+		tops = onLeakPaths(tops)
+		if len(tops) == 0 {
+			fmt.Fprintln(t.w, "no leaks")
+		}
+	}
+	for _, p := range tops {
 		t.node(p, "", "", 0)
+	}
+	if opts.LeaksOnly {
+		fmt.Fprintf(t.w, "(leaks only: %d of %d processes drawn, those on the paths to the %d leaks)\n", t.drawn, rep.Summary.Processes, rep.Summary.Leaks)
 	}
 	t.footer()
 	return t.w.Flush()
+}
+
+// onLeakPaths returns the processes of ps with a leak in their subtree.
+func onLeakPaths(ps []*Process) []*Process {
+	var out []*Process
+	for _, p := range ps {
+		if p.leaksBelow > 0 {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func (t *textWriter) style(style, s string) string {
@@ -81,18 +120,58 @@ func (t *textWriter) node(p *Process, lead, indent string, depth int) {
 		t.w.WriteString(t.style(styleDim, fmt.Sprintf("[depth %d] ", depth)))
 	}
 	t.line(p)
+	t.drawn++
 	kids := p.children
-	for i, c := range kids {
-		if depth >= maxIndent {
-			t.node(c, indent, indent, depth+1)
-			continue
-		}
-		if i == len(kids)-1 {
-			t.node(c, indent+"└─ ", indent+"   ", depth+1)
-		} else {
-			t.node(c, indent+"├─ ", indent+"│  ", depth+1)
-		}
+	if t.opts.LeaksOnly {
+		kids = onLeakPaths(kids)
 	}
+	if len(kids) > 0 && t.opts.Levels > 0 && depth+1 >= t.opts.Levels {
+		t.w.WriteString(t.style(styleDim, t.childLead(indent, depth, true)+cutOff(p)))
+		t.w.WriteByte('\n')
+		return
+	}
+	for i, c := range kids {
+		last := i == len(kids)-1
+		t.node(c, t.childLead(indent, depth, last), t.childIndent(indent, depth, last), depth+1)
+	}
+}
+
+// childLead and childIndent are what prefix the line of a child of a
+// process at depth, and its own children's lines.
+func (t *textWriter) childLead(indent string, depth int, last bool) string {
+	switch {
+	case depth >= maxIndent:
+		return indent
+	case last:
+		return indent + "└─ "
+	}
+	return indent + "├─ "
+}
+
+func (t *textWriter) childIndent(indent string, depth int, last bool) string {
+	switch {
+	case depth >= maxIndent:
+		return indent
+	case last:
+		return indent + "   "
+	}
+	return indent + "│  "
+}
+
+// cutOff summarises p's subtree below p, which the depth limit cuts off.
+func cutOff(p *Process) string {
+	s := fmt.Sprintf("… %d more %s", p.descendants, plural(p.descendants, "process", "processes"))
+	if n := p.leaksBelow - b2i(p.Leaked); n > 0 {
+		s += fmt.Sprintf(", %d %s among them", n, plural(n, "leak", "leaks"))
+	}
+	return s
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 func (t *textWriter) line(p *Process) {
@@ -102,7 +181,11 @@ func (t *textWriter) line(p *Process) {
 	t.w.WriteString(shorten(CommandLine(p), maxLabel))
 	fmt.Fprintf(t.w, "  %s", t.style(styleDim, fmt.Sprintf("pid %d +%s %s", p.ID.PID, seconds(p.Start-t.rep.First), lifetime(p))))
 	end, style := t.end(p)
-	fmt.Fprintf(t.w, "  %s\n", t.style(style, end))
+	fmt.Fprintf(t.w, "  %s", t.style(style, end))
+	if missing := notRecorded(p); missing != "" {
+		fmt.Fprintf(t.w, "  %s", t.style(styleReap, "["+missing+"]"))
+	}
+	t.w.WriteByte('\n')
 }
 
 // end says how p ended, and the style to say it in.

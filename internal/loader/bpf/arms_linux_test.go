@@ -122,7 +122,9 @@ func testArmsMakeRootsOfWhatAnArmedProcessForks(t *testing.T, v loader.Variant) 
 		testutil.KillIdentity(p.PID, p.StartTicks)
 	}
 
-	root, _ := spawn(t, b, "sleep "+testutil.Sleep(mark), loader.RootOptions{})
+	// exec: the root is the sleeper itself, so that killing the members
+	// leaves nothing a shell forked after the listing.
+	root, _ := spawn(t, b, "exec sleep "+testutil.Sleep(mark), loader.RootOptions{})
 	if err := b.Arm(root, 10); !errors.Is(err, loader.ErrAlreadyTracked) {
 		t.Errorf("arm a member: %v, want loader.ErrAlreadyTracked", err)
 	}
