@@ -99,6 +99,9 @@ func (j *Job) spareOnEvent(ev lineage.Event) {
 			j.spared.Store(ev.Process, struct{}{})
 			return
 		}
+		// A mark for the program it ran ended with this exec; the rules
+		// judge it again below.
+		j.spared.Delete(ev.Process)
 	default:
 		return
 	}
