@@ -11,7 +11,7 @@ import (
 // The kernel may skip a run of a tracing program: it counts the run in the
 // program's recursion_misses instead when the same program is already
 // running on that CPU. Kernels whose tracepoints can be preempted while
-// lineage's program runs (Debian's 7.3 does, seen as 2 to 16 of the fork
+// lineage's program runs (Debian's 7.3 does, seen as 2 to 23 of the fork
 // hook's runs in a fork storm of 85 processes under one emulated CPU) skip
 // forks this way, and a skipped fork is a member's child that the fork
 // hook never inserts. The second fork hook (catch_linux.go) inserts it.
