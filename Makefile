@@ -1,8 +1,8 @@
 # lineage: build, test, demo, bench.
 #
-#   make build     build bin/lineage, the lean front (the client commands:
+#   make build     build bin/lineage, the front (the client commands:
 #                  exec, roots, session, run through the daemon...), and
-#                  bin/lineage-tracker, the full binary it hands serve, doctor,
+#                  bin/lineage-tracker, the tracker it hands serve, doctor,
 #                  report and a standalone run to (no clang needed: the BPF
 #                  objects are committed)
 #   make static    the same pair, statically linked, runs on any Linux:
@@ -42,30 +42,30 @@ STATIC_TRACKER ?= $(STATIC)-tracker
 
 all: build
 
-# The front (-tags lean) links no BPF loader, procfs or Prometheus client.
-# It is built with cgo for lineage exec's fast path (internal/fastexec: the
-# registration and execve in C, before the Go runtime starts), and linked
-# statically (no dynamic loader to run at every start; netgo and osusergo:
-# no libc resolver or NSS); FRONT_CGO=0 builds it without the fast path.
-# The tracker is the whole command tree. A plain `go build ./cmd/lineage`
-# gives one complete binary, as the tracker is.
+# The front (cmd/lineage) links no BPF loader, procfs or Prometheus client
+# (internal/codeshape's test holds it to that). It is built with cgo for
+# lineage exec's fast path (internal/fastexec: the registration and execve
+# in C, before the Go runtime starts), and linked statically (no dynamic
+# loader to run at every start; netgo and osusergo: no libc resolver or
+# NSS); FRONT_CGO=0 builds it without the fast path. The tracker
+# (cmd/lineage-tracker) is everything else.
 FRONT_CGO ?= 1
 ifeq ($(FRONT_CGO),1)
-FRONT_FLAGS := -tags lean,netgo,osusergo -ldflags '$(LDFLAGS) -linkmode external -extldflags "-static"'
+FRONT_FLAGS := -tags netgo,osusergo -ldflags '$(LDFLAGS) -linkmode external -extldflags "-static"'
 else
-FRONT_FLAGS := -tags lean -ldflags '$(LDFLAGS)'
+FRONT_FLAGS := -ldflags '$(LDFLAGS)'
 endif
 
 build:
 	CGO_ENABLED=$(FRONT_CGO) $(GO) build $(FRONT_FLAGS) -o $(BIN) ./cmd/lineage
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(TRACKER) ./cmd/lineage
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(TRACKER) ./cmd/lineage-tracker
 
 # Static binaries that run on any distribution (user names are looked up
 # in /etc/passwd and /etc/group, not through NSS): the front with its C
 # fast path and libc linked in, the tracker with no libc at all.
 static:
 	CGO_ENABLED=$(FRONT_CGO) $(GO) build -trimpath $(FRONT_FLAGS) -o $(STATIC) ./cmd/lineage
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(STATIC_TRACKER) ./cmd/lineage
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(STATIC_TRACKER) ./cmd/lineage-tracker
 
 # The unit's ExecStart names the tracker where it is installed.
 install: static

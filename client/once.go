@@ -9,6 +9,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+
+	"github.com/lineage-dev/lineage/api"
 )
 
 // Once sends one request to the daemon at socket, as [Client.Do] does, on a
@@ -70,4 +72,12 @@ func newRequest(ctx context.Context, method, path string, body any) (*http.Reque
 		req.Header.Set("Content-Type", "application/json")
 	}
 	return req, nil
+}
+
+// AddRootOnce is [Client.AddRoot] through [Once]: `lineage exec`'s one
+// call before it becomes its command.
+func AddRootOnce(socket string, req api.AddRoot) (api.Root, error) {
+	var out api.Root
+	err := Once(socket, http.MethodPost, "/v1/roots", req, &out)
+	return out, err
 }

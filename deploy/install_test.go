@@ -27,7 +27,7 @@ func makeInstall(t *testing.T, vars ...string) string {
 	return dest
 }
 
-// make install puts two static binaries that run (the lean front and the
+// make install puts two static binaries that run (the front and the
 // tracker beside it), the unit, pointing at the tracker, and the runner
 // hooks under DESTDIR.
 func TestMakeInstall(t *testing.T) {
@@ -45,14 +45,14 @@ func TestMakeInstall(t *testing.T) {
 			t.Errorf("%s's version does not name commit %s: %v\n%s", bin, commit, err, out)
 		}
 	}
-	// The front is the lean build: it hands doctor to the tracker beside
-	// it, whose help it prints.
+	// The front hands doctor to the tracker beside it, whose help it
+	// prints.
 	if out, err := exec.Command(front, "doctor", "--help").CombinedOutput(); err != nil || !strings.Contains(string(out), "doctor checks") {
 		t.Errorf("lineage doctor --help through the front: %v\n%s", err, out)
 	}
 	if self, err := os.ReadFile(front); err == nil {
 		if strings.Contains(string(self), "github.com/cilium/ebpf") {
-			t.Errorf("the installed front links cilium/ebpf: it is not the lean build")
+			t.Errorf("the installed front links cilium/ebpf: it is not the front")
 		}
 	}
 	unit := filepath.Join(dest, "usr/local/lib/systemd/system/lineage.service")

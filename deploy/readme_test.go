@@ -38,8 +38,9 @@ var readmeRunners = map[string]string{
 	"lineage report":                      "TestRunRecordsAJob",
 	"lineage report --format":             "TestRunRecordsAJob",
 	"lineage report --format -o":          "TestReportOutputFile",
+	"lineage report --leaks-only":         "TestReportTreeShapes",
 	"lineage doctor":                      "demo",
-	"lineage serve":                       "TestLeanFront",
+	"lineage serve":                       "TestFront",
 	"lineage session open --kind --label": "TestServeSessionsThroughCLIAndCurl",
 	"lineage exec --session":              "TestServeSessionsThroughCLIAndCurl",
 	"lineage session report":              "TestServeSessionsThroughCLIAndCurl",
@@ -91,11 +92,6 @@ func buildLineage(dir string) error {
 	}
 	front := []string{"build", "-o", filepath.Join(dir, "lineage"), "./cmd/lineage"}
 	tracker := []string{"build", "-o", filepath.Join(dir, "lineage-tracker"), "./cmd/lineage-tracker"}
-	if _, err := os.Stat(filepath.Join(top, "cmd/lineage-tracker")); err != nil {
-		// One command tree, the front cut from it by a build tag.
-		front = []string{"build", "-tags", "lean", "-o", filepath.Join(dir, "lineage"), "./cmd/lineage"}
-		tracker = []string{"build", "-o", filepath.Join(dir, "lineage-tracker"), "./cmd/lineage"}
-	}
 	for _, args := range [][]string{front, tracker} {
 		cmd := exec.Command(goTool, args...)
 		cmd.Dir = top

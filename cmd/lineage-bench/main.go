@@ -185,16 +185,15 @@ func buildSpawner(dir string) (string, error) {
 	return bin, nil
 }
 
-// binaries says what -lineage is: the lean front with lineage-tracker
-// beside it (make build: the front hands serve and a standalone run to
-// the tracker, and times exec and run through the daemon itself), or one
-// complete binary.
+// binaries says what -lineage is: the front with lineage-tracker beside
+// it (make build: the front hands serve and a standalone run to the
+// tracker, and times exec and run through the daemon itself).
 func binaries(lineageBin string) string {
 	tracker := filepath.Join(filepath.Dir(lineageBin), "lineage-tracker")
 	if _, err := os.Stat(tracker); err == nil {
-		return fmt.Sprintf("Binaries: %s, the lean front, with %s beside it.", lineageBin, tracker)
+		return fmt.Sprintf("Binaries: %s, the front, with %s beside it.", lineageBin, tracker)
 	}
-	return fmt.Sprintf("Binaries: %s, one complete binary (no lineage-tracker beside it).", lineageBin)
+	return fmt.Sprintf("Binaries: %s, with no lineage-tracker beside it: serve and a standalone run will fail.", lineageBin)
 }
 
 // machine describes where the figures were measured.

@@ -10,12 +10,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/client"
+	"github.com/lineage-dev/lineage/internal/cli"
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
 // clientOptions are the flags every client command shares.
 type clientOptions struct {
-	s      streams
+	s      cli.Streams
 	Socket string
 	JSON   bool
 }
@@ -25,29 +26,30 @@ func (o *clientOptions) flags(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the daemon's answer as JSON")
 }
 
-// call sends one request and prints the answer: as JSON with --json, else
-// through text.
-func (o *clientOptions) call(ctx context.Context, method, path string, body, out any, text func(io.Writer)) error {
+// answer makes one call of the Go client on the daemon o names and prints
+// its answer: as JSON with --json, else through text.
+func answer[T any](ctx context.Context, o *clientOptions, call func(*client.Client, context.Context) (T, error), text func(io.Writer, T)) error {
 	c := client.New(client.Socket(o.Socket))
 	defer c.Close()
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if err := c.Do(ctx, method, path, body, out); err != nil {
+	out, err := call(c, ctx)
+	if err != nil {
 		return err
 	}
 	if o.JSON {
 		return o.print(out)
 	}
 	if text != nil {
-		text(o.s.out)
+		text(o.s.Out, out)
 	}
 	return nil
 }
 
 // print writes the daemon's answer as indented JSON.
 func (o *clientOptions) print(out any) error {
-	enc := json.NewEncoder(o.s.out)
+	enc := json.NewEncoder(o.s.Out)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lineage-dev/lineage/internal/cli"
 	"github.com/spf13/cobra"
 )
 
@@ -12,13 +13,13 @@ import (
 // does (its own flags).
 var notClients = map[string]bool{
 	"lineage run": true, "lineage doctor": true, "lineage report": true, "lineage serve": true,
-	"lineage version": true, "lineage held": true, "lineage " + guardianCommand: true,
+	"lineage version": true, "lineage held": true, "lineage " + cli.GuardianCommand: true,
 }
 
 // Every client command takes --json and --socket, as `run` does: a
 // command added without them fails here.
 func TestEveryClientCommandTakesJSONAndSocket(t *testing.T) {
-	root := newRootCmd(streams{in: strings.NewReader(""), out: io.Discard, err: io.Discard})
+	root := newRootCmd(cli.Streams{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard})
 	var clients []string
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {

@@ -6,9 +6,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/client"
+	"github.com/lineage-dev/lineage/internal/cli"
 )
 
-func newCmdEvents(s streams) *cobra.Command {
+func newCmdEvents(s cli.Streams) *cobra.Command {
 	o := &clientOptions{s: s}
 	var session string
 	cmd := &cobra.Command{
@@ -18,12 +19,12 @@ func newCmdEvents(s streams) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c := client.New(client.Socket(o.Socket))
 			defer c.Close()
-			body, err := c.Stream(cmd.Context(), client.Query("/v1/events", "session", session))
+			body, err := c.Events(cmd.Context(), session)
 			if err != nil {
 				return err
 			}
 			defer body.Close()
-			_, err = io.Copy(s.out, body)
+			_, err = io.Copy(s.Out, body)
 			return err
 		},
 	}

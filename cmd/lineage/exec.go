@@ -11,6 +11,7 @@ import (
 
 	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/client"
+	"github.com/lineage-dev/lineage/internal/cli"
 	"github.com/lineage-dev/lineage/internal/lineage"
 
 	// In a cgo build, a constructor runs the plain `lineage exec` before
@@ -27,7 +28,7 @@ type execOptions struct {
 	Label   string
 }
 
-func newCmdExec(s streams) *cobra.Command {
+func newCmdExec(s cli.Streams) *cobra.Command {
 	o := &execOptions{clientOptions: clientOptions{s: s}}
 	cmd := &cobra.Command{
 		Use:   "exec --session S [flags] -- COMMAND [ARGS...]",
@@ -58,11 +59,11 @@ its first instruction. With no daemon reachable, it runs nothing and fails.`,
 func runExec(o *execOptions, args []string) error {
 	path, err := exec.LookPath(args[0])
 	if err != nil {
-		fmt.Fprintf(o.s.err, "lineage: exec: %v\n", err)
+		fmt.Fprintf(o.s.Err, "lineage: exec: %v\n", err)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			return exitError{lineage.ExitNotFound}
+			return cli.ExitError{Code: lineage.ExitNotFound}
 		}
-		return exitError{lineage.ExitCannotRun}
+		return cli.ExitError{Code: lineage.ExitCannotRun}
 	}
 	self, err := proc.Self()
 	if err != nil {
@@ -71,8 +72,8 @@ func runExec(o *execOptions, args []string) error {
 	req := api.AddRoot{PID: int64(self.PID), Start: self.StartTicks, Session: o.Session, Kind: o.Kind, Label: o.Label, Command: args}
 	// One call on a connection of its own, before the process becomes
 	// COMMAND: no HTTP transport, so no goroutine or thread is started.
-	var root api.Root
-	if err := client.Once(client.Socket(o.Socket), "POST", "/v1/roots", req, &root); err != nil {
+	root, err := client.AddRootOnce(client.Socket(o.Socket), req)
+	if err != nil {
 		return fmt.Errorf("exec: register: %w", err)
 	}
 	if o.JSON {
@@ -81,6 +82,6 @@ func runExec(o *execOptions, args []string) error {
 		}
 	}
 	err = syscall.Exec(path, args, os.Environ())
-	fmt.Fprintf(o.s.err, "lineage: exec %s: %v\n", args[0], err)
-	return exitError{lineage.ExitCannotRun}
+	fmt.Fprintf(o.s.Err, "lineage: exec %s: %v\n", args[0], err)
+	return cli.ExitError{Code: lineage.ExitCannotRun}
 }

@@ -1,18 +1,20 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
-	"net/url"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/client"
+	"github.com/lineage-dev/lineage/internal/cli"
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
-func newCmdKeep(s streams) *cobra.Command {
+func newCmdKeep(s cli.Streams) *cobra.Command {
 	o := &clientOptions{s: s}
 	var req api.AddKeep
 	var rm bool
@@ -21,7 +23,6 @@ func newCmdKeep(s streams) *cobra.Command {
 		Short: "Spare a process (or, with --root, a root's whole lineage) from its session's reaps; --rm ends the keep (exe:PATH too)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var out api.Keep
 			if rm {
 				if req.TTL != "" {
 					return fmt.Errorf("%w: --ttl with --rm: a removed keep has no lifetime", lineage.ErrInvalid)
@@ -33,10 +34,14 @@ func newCmdKeep(s streams) *cobra.Command {
 				if req.Root && !strings.HasPrefix(rule, "root:") {
 					rule = "root:" + rule
 				}
-				return o.call(cmd.Context(), "DELETE", "/v1/keeps/"+url.PathEscape(rule), nil, &out, func(w io.Writer) { linef(w, "unkept %s", out.Rule) })
+				return answer(cmd.Context(), o, func(c *client.Client, ctx context.Context) (api.Keep, error) {
+					return c.RemoveKeep(ctx, rule)
+				}, func(w io.Writer, out api.Keep) { linef(w, "unkept %s", out.Rule) })
 			}
 			req.Process = args[0]
-			return o.call(cmd.Context(), "POST", "/v1/keeps", req, &out, func(w io.Writer) { linef(w, "kept %s", out.Rule) })
+			return answer(cmd.Context(), o, func(c *client.Client, ctx context.Context) (api.Keep, error) {
+				return c.AddKeep(ctx, req)
+			}, func(w io.Writer, out api.Keep) { linef(w, "kept %s", out.Rule) })
 		},
 	}
 	o.flags(cmd)

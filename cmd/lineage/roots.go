@@ -1,15 +1,18 @@
 package main
 
 import (
+	"context"
 	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/client"
+	"github.com/lineage-dev/lineage/internal/cli"
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
-func newCmdRoots(s streams) *cobra.Command {
+func newCmdRoots(s cli.Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "roots",
 		Short: "Register, list, show and untrack the daemon's roots",
@@ -18,9 +21,9 @@ func newCmdRoots(s streams) *cobra.Command {
 	return cmd
 }
 
-// newCmdOnRoot is a client command that sends method to one root's
-// resource, /v1/roots/PID@START, and prints the root it gets back.
-func newCmdOnRoot(s streams, use, short, method string, print func(io.Writer, api.Root)) *cobra.Command {
+// newCmdOnRoot is a client command that makes a call on one root,
+// PID@START, and prints the root it gets back.
+func newCmdOnRoot(s cli.Streams, use, short string, call func(*client.Client, context.Context, lineage.Identity) (api.Root, error), print func(io.Writer, api.Root)) *cobra.Command {
 	o := &clientOptions{s: s}
 	cmd := &cobra.Command{
 		Use:   use,
@@ -31,8 +34,9 @@ func newCmdOnRoot(s streams, use, short, method string, print func(io.Writer, ap
 			if err != nil {
 				return err
 			}
-			var out api.Root
-			return o.call(cmd.Context(), method, "/v1/roots/"+id.String(), nil, &out, func(w io.Writer) { print(w, out) })
+			return answer(cmd.Context(), o, func(c *client.Client, ctx context.Context) (api.Root, error) {
+				return call(c, ctx, id)
+			}, print)
 		},
 	}
 	o.flags(cmd)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -8,9 +9,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/client"
+	"github.com/lineage-dev/lineage/internal/cli"
 )
 
-func newCmdRootsAdd(s streams) *cobra.Command {
+func newCmdRootsAdd(s cli.Streams) *cobra.Command {
 	o := &clientOptions{s: s}
 	var req api.AddRoot
 	cmd := &cobra.Command{
@@ -23,10 +26,9 @@ func newCmdRootsAdd(s streams) *cobra.Command {
 				return fmt.Errorf("roots add: pid %q: %w", args[0], err)
 			}
 			req.PID = pid
-			var out api.Root
-			return o.call(cmd.Context(), "POST", "/v1/roots", req, &out, func(w io.Writer) {
-				linef(w, "%s\t%s", out.Root, out.Session)
-			})
+			return answer(cmd.Context(), o, func(c *client.Client, ctx context.Context) (api.Root, error) {
+				return c.AddRoot(ctx, req)
+			}, func(w io.Writer, out api.Root) { linef(w, "%s\t%s", out.Root, out.Session) })
 		},
 	}
 	o.flags(cmd)

@@ -1,15 +1,17 @@
 package main
 
 import (
+	"context"
 	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/client"
+	"github.com/lineage-dev/lineage/internal/cli"
 )
 
-func newCmdRootsLs(s streams) *cobra.Command {
+func newCmdRootsLs(s cli.Streams) *cobra.Command {
 	o := &clientOptions{s: s}
 	var session string
 	cmd := &cobra.Command{
@@ -17,8 +19,9 @@ func newCmdRootsLs(s streams) *cobra.Command {
 		Short: "List the roots the caller may see",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var out []api.Root
-			return o.call(cmd.Context(), "GET", client.Query("/v1/roots", "session", session), nil, &out, func(w io.Writer) {
+			return answer(cmd.Context(), o, func(c *client.Client, ctx context.Context) ([]api.Root, error) {
+				return c.Roots(ctx, session)
+			}, func(w io.Writer, out []api.Root) {
 				for _, r := range out {
 					linef(w, "%s\t%s\t%s\t%s", r.Root, r.Session, shown(r.Label), shown(r.Command...))
 				}

@@ -7,11 +7,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/client"
+	"github.com/lineage-dev/lineage/internal/cli"
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
-func newCmdRootsShow(s streams) *cobra.Command {
-	return newCmdOnRoot(s, "show PID@START", "Show a root's live tree", "GET", func(w io.Writer, out api.Root) {
+func newCmdRootsShow(s cli.Streams) *cobra.Command {
+	return newCmdOnRoot(s, "show PID@START", "Show a root's live tree", (*client.Client).Root, func(w io.Writer, out api.Root) {
 		linef(w, "root %s (session %s) %s", out.Root, out.Session, shown(out.Label))
 		printTree(w, out.Members)
 	})

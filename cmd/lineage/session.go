@@ -1,8 +1,11 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"github.com/lineage-dev/lineage/internal/cli"
+	"github.com/spf13/cobra"
+)
 
-func newCmdSession(s streams) *cobra.Command {
+func newCmdSession(s cli.Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "session",
 		Short: "Open, list, report on and close the daemon's sessions",

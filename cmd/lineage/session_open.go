@@ -1,15 +1,18 @@
 package main
 
 import (
+	"context"
 	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/client"
+	"github.com/lineage-dev/lineage/internal/cli"
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
-func newCmdSessionOpen(s streams) *cobra.Command {
+func newCmdSessionOpen(s cli.Streams) *cobra.Command {
 	o := &clientOptions{s: s}
 	var req api.OpenSession
 	var owner string
@@ -28,8 +31,9 @@ func newCmdSessionOpen(s streams) *cobra.Command {
 				}
 				req.Owner = &id
 			}
-			var out api.Session
-			return o.call(cmd.Context(), "POST", "/v1/sessions", req, &out, func(w io.Writer) { linef(w, "%s", out.ID) })
+			return answer(cmd.Context(), o, func(c *client.Client, ctx context.Context) (api.Session, error) {
+				return c.OpenSession(ctx, req)
+			}, func(w io.Writer, out api.Session) { linef(w, "%s", out.ID) })
 		},
 	}
 	o.flags(cmd)

@@ -1,23 +1,25 @@
 package main
 
 import (
-	"io"
-	"net/url"
+	"context"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/client"
+	"github.com/lineage-dev/lineage/internal/cli"
 )
 
-func newCmdSessionReport(s streams) *cobra.Command {
+func newCmdSessionReport(s cli.Streams) *cobra.Command {
 	o := &clientOptions{s: s}
 	cmd := &cobra.Command{
 		Use:   "report S",
 		Short: "List a session's live processes without touching them",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var out api.Ended
-			return o.call(cmd.Context(), "GET", "/v1/sessions/"+url.PathEscape(args[0])+"/report", nil, &out, func(w io.Writer) { printEnded(w, out) })
+			return answer(cmd.Context(), o, func(c *client.Client, ctx context.Context) (api.Ended, error) {
+				return c.ReportSession(ctx, args[0])
+			}, printEnded)
 		},
 	}
 	o.flags(cmd)

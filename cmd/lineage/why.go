@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 
@@ -15,6 +14,7 @@ import (
 
 	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/client"
+	"github.com/lineage-dev/lineage/internal/cli"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/proc"
 )
@@ -29,7 +29,7 @@ type whyOptions struct {
 	Process string
 }
 
-func newCmdWhy(s streams, runF func(*whyOptions) error) *cobra.Command {
+func newCmdWhy(s cli.Streams, runF func(*whyOptions) error) *cobra.Command {
 	o := &whyOptions{clientOptions: clientOptions{s: s}}
 	cmd := &cobra.Command{
 		Use:   "why PID[@START]",
@@ -61,13 +61,12 @@ func whyRun(ctx context.Context, o *whyOptions) error {
 	}
 	c := client.New(client.Socket(o.Socket))
 	defer c.Close()
-	var out api.Why
-	err := c.Do(ctx, http.MethodGet, "/v1/why/"+url.PathEscape(o.Process), nil, &out)
+	out, err := c.Why(ctx, o.Process)
 	if err == nil {
 		if o.JSON {
-			return writeJSONTo(o.s.out, out)
+			return writeJSONTo(o.s.Out, out)
 		}
-		printWhy(o.s.out, out)
+		printWhy(o.s.Out, out)
 		return nil
 	}
 	var ae *client.APIError
@@ -100,21 +99,21 @@ func whyFromProc(o *whyOptions, cause error) error {
 	chain, perr := procChain(o.Process)
 	ans := whyProc{Reason: cause.Error(), ProcChain: chain}
 	if o.JSON {
-		if err := writeJSONTo(o.s.out, ans); err != nil {
+		if err := writeJSONTo(o.s.Out, ans); err != nil {
 			return err
 		}
-		return exitError{exitNotTracked}
+		return cli.ExitError{Code: exitNotTracked}
 	}
-	fmt.Fprintf(o.s.err, "lineage: why %s: no lineage chain: %s\n", lineage.Printable(o.Process), lineage.Printable(ans.Reason))
+	fmt.Fprintf(o.s.Err, "lineage: why %s: no lineage chain: %s\n", lineage.Printable(o.Process), lineage.Printable(ans.Reason))
 	if perr != nil {
-		fmt.Fprintf(o.s.err, "lineage: no /proc parent chain either: %v\n", perr)
-		return exitError{exitNotTracked}
+		fmt.Fprintf(o.s.Err, "lineage: no /proc parent chain either: %v\n", perr)
+		return cli.ExitError{Code: exitNotTracked}
 	}
-	linef(o.s.out, "/proc parent chain (ppid, which every reparent changes: not lineage's answer):")
+	linef(o.s.Out, "/proc parent chain (ppid, which every reparent changes: not lineage's answer):")
 	for _, st := range chain {
-		linef(o.s.out, "  %-16s ppid %-7d %s", st.Process, st.PPID, lineage.CommandLine(st.Argv, st.Comm))
+		linef(o.s.Out, "  %-16s ppid %-7d %s", st.Process, st.PPID, lineage.CommandLine(st.Argv, st.Comm))
 	}
-	return exitError{exitNotTracked}
+	return cli.ExitError{Code: exitNotTracked}
 }
 
 // procChain reads the /proc parent chain of the process named by text

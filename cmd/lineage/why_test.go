@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lineage-dev/lineage/internal/cli"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/server"
 )
@@ -12,7 +13,7 @@ import (
 func TestNewCmdWhy(t *testing.T) {
 	var got *whyOptions
 	var out bytes.Buffer
-	cmd := newCmdWhy(streams{out: &out, err: &out}, func(o *whyOptions) error { got = o; return nil })
+	cmd := newCmdWhy(cli.Streams{Out: &out, Err: &out}, func(o *whyOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"--json", "--socket", "/tmp/s.sock", "4242@123"})
 	if err := cmd.Execute(); err != nil || got == nil {
 		t.Fatalf("execute: %v", err)
@@ -20,7 +21,7 @@ func TestNewCmdWhy(t *testing.T) {
 	if got.Process != "4242@123" || !got.JSON || got.Socket != "/tmp/s.sock" {
 		t.Errorf("options %+v", got)
 	}
-	cmd = newCmdWhy(streams{out: &out, err: &out}, func(*whyOptions) error { return nil })
+	cmd = newCmdWhy(cli.Streams{Out: &out, Err: &out}, func(*whyOptions) error { return nil })
 	cmd.SetArgs([]string{})
 	if err := cmd.Execute(); err == nil {
 		t.Error("no argument accepted")

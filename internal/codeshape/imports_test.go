@@ -49,6 +49,8 @@ var layers = map[string]int{
 	"internal/tracker": 5,
 	// The sidecar.
 	"internal/server": 6,
+	// What the two binaries' command lines share (the front links it).
+	"internal/cli": 6,
 }
 
 // pure packages import nothing with side effects: the standard library's

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The kernel matrix: boots Debian's own cloud kernels under QEMU (TCG, one
-# vCPU) with an initramfs holding a static lineage and the static test
-# binary of ./cmd/lineage, and runs lineage's per-kernel scenarios inside
+# vCPU) with an initramfs holding the static lineage and lineage-tracker and
+# the static test binary of ./test/e2e, and runs lineage's per-kernel scenarios inside
 # each (scripts/kmatrix/scenarios). Reports per kernel, per scenario, per
 # test.
 #
@@ -25,8 +25,9 @@
 #   --scenarios FILE   another scenario list (default scripts/kmatrix/scenarios)
 #   --offline          don't refresh the package lists; use cached kernels
 #
-# Inside the VM: /bin/lineage (static), /bin/lineage.test (static test binary
-# of ./cmd/lineage: -test.run, -test.v), the host's sh, sleep, setsid, nohup,
+# Inside the VM: /bin/lineage and /bin/lineage-tracker (static),
+# /bin/lineage.test (static test binary of ./test/e2e: -test.run, -test.v),
+# the host's sh, sleep, setsid, nohup,
 # env, unshare, setpriv, true, cat, touch (with their libraries), and busybox
 # for the rest (/bin/busybox APPLET). LINEAGE_REQUIRE_BPF=1 is set.
 # Examples, for iterating on the BPF program from another worktree:
@@ -267,7 +268,8 @@ log "tree $tree ($(git -C "$tree" describe --always --dirty 2>/dev/null || echo 
 log "building static binaries"
 t0=$(date +%s)
 (cd "$tree" && CGO_ENABLED=0 go build -o "$work/lineage" ./cmd/lineage)
-(cd "$tree" && CGO_ENABLED=0 go test -c -o "$work/lineage.test" ./cmd/lineage)
+(cd "$tree" && CGO_ENABLED=0 go build -o "$work/lineage-tracker" ./cmd/lineage-tracker)
+(cd "$tree" && CGO_ENABLED=0 go test -c -o "$work/lineage.test" ./test/e2e)
 
 root=$work/root
 mkdir -p "$root"/{bin,sbin,proc,sys,dev,tmp,etc,kmatrix,lib64,lib/x86_64-linux-gnu}
@@ -287,7 +289,7 @@ for t in sh sleep setsid nohup env unshare setpriv true false cat touch; do
 		cp -L "$lib" "$root$lib"
 	done
 done
-cp "$work/lineage" "$work/lineage.test" "$root/bin/"
+cp "$work/lineage" "$work/lineage-tracker" "$work/lineage.test" "$root/bin/"
 cp "$here/init" "$root/init"
 chmod 755 "$root/init"
 echo "root:x:0:0:root:/tmp:/bin/sh" >"$root/etc/passwd"

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lineage-dev/lineage/client"
+	"github.com/lineage-dev/lineage/internal/cli"
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/loader/bpf"
+	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/internal/reap"
+	"github.com/lineage-dev/lineage/internal/server"
+	"github.com/lineage-dev/lineage/internal/tracker"
+)
+
+// serveOptions are the flags of `lineage serve`.
+type serveOptions struct {
+	s           cli.Streams
+	Socket      string
+	StateDir    string
+	SocketMode  string
+	SocketGroup string
+	Reaping     string
+	Backend     string
+	Grace       time.Duration
+	Linger      time.Duration
+	Verbose     bool
+	// MetricsListen is a TCP address for /metrics, besides the socket.
+	MetricsListen string
+	MaxMembers    uint32
+	RingBytes     uint32
+	RecordDir     string
+	RecordKeep    int
+	Redact        string
+	PinDir        string
+	Uninstall     bool
+}
+
+// pinNone is the --pin-dir value that turns pinning off.
+const pinNone = "none"
+
+func newCmdServe(s cli.Streams) *cobra.Command {
+	o := &serveOptions{s: s}
+	cmd := &cobra.Command{
+		Use:   "serve [flags]",
+		Short: cli.ServeShort,
+		Long: `Run the daemon that agent hosts and 'lineage exec' talk to. It listens on a
+Unix socket (curl --unix-socket SOCKET http://x/v1/...; see docs/api.md),
+authorises callers by their uid, and keeps sessions, roots and keeps in
+--state-dir so that a restarted daemon picks them up again.
+
+GET /metrics answers Prometheus metrics (lineage_*; no pid or session
+labels) to whoever reaches the socket, and with --metrics-listen over TCP.
+
+With the bpf backend the tracker is pinned under --pin-dir (bpffs is mounted
+at /sys/fs/bpf if it is not yet): its maps and program links stay in the
+kernel when the daemon exits, however it exits, so tracking never stops. A
+restarted daemon takes the pinned tracker over: members forked while it was
+down are members, the event ring buffer resumes where it stopped, and what
+overflowed meanwhile is counted as lost. The pinned maps keep their sizes:
+--max-members and --ring-bytes apply only when nothing is pinned. The
+daemon's death kills nothing. A daemon whose layout version differs from the pinned set's
+(an upgrade) loads its own set beside it, moves the members over, then
+unpins the old set. --pin-dir none loads a tracker that ends with the daemon
+(members forked while it is down are then lost; roots that still run are
+adopted again from /proc on restart); the proc backend pins nothing.
+
+--uninstall unpins every tracker under --pin-dir and exits. Stop the daemon
+first (it refuses while one holds the tracker): once unpinned, nothing
+tracks the lineages of open sessions. Their processes keep running,
+untracked; a later 'lineage serve' loads a new tracker and adopts the roots
+that still run, from /proc, as --pin-dir none would.
+
+LINEAGE_REAPING=off in the daemon's environment wins over --reaping.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Uninstall {
+				return runUninstall(o)
+			}
+			return runServe(o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Socket, "socket", "", "where to listen (default $"+client.EnvSocket+", else "+server.DefaultSocket+")")
+	f.StringVar(&o.StateDir, "state-dir", "/var/lib/lineage", "where sessions, roots and keeps are kept")
+	f.StringVar(&o.SocketMode, "socket-mode", "0660", "the socket's permission bits, octal")
+	f.StringVar(&o.SocketGroup, "socket-group", "", "the socket's group, by name or number")
+	f.StringVar(&o.Reaping, "reaping", "", "on or off; off reports and kills nothing (LINEAGE_REAPING wins)")
+	f.StringVar(&o.Backend, "backend", loader.BackendAuto, "auto, bpf or proc")
+	f.DurationVar(&o.Grace, "grace", reap.DefaultGrace, "time between SIGTERM and SIGKILL")
+	f.DurationVar(&o.Linger, "linger", 0, "time leftovers get to exit by themselves before a reap")
+	f.BoolVarP(&o.Verbose, "verbose", "v", false, "say more")
+	f.StringVar(&o.MetricsListen, "metrics-listen", "", "also serve /metrics over TCP on this address (host:port); it needs no authorisation")
+	f.Uint32Var(&o.MaxMembers, "max-members", loader.DefaultMaxMembers, "bpf backend: how many processes can be tracked at once, across all sessions (a pinned tracker keeps its size)")
+	f.Uint32Var(&o.RingBytes, "ring-bytes", loader.DefaultRingBytes, "bpf backend: size of the event ring buffer, a power of two of at least a page; events that don't fit are counted as lost (a pinned tracker keeps its size)")
+	f.StringVar(&o.PinDir, "pin-dir", bpf.DefaultPinRoot, "where the bpf tracker is pinned, on bpffs; "+pinNone+" to not pin")
+	f.BoolVar(&o.Uninstall, "uninstall", false, "unpin the tracker under --pin-dir, and exit")
+	f.StringVar(&o.RecordDir, "record-dir", "", "write one record per session here (JSON Lines, docs/record.md; files 0600, the daemon's user's)")
+	f.IntVar(&o.RecordKeep, "record-keep", server.DefaultRecordKeep, "with --record-dir: keep at most this many files, removing the oldest closed sessions' first")
+	f.StringVar(&o.Redact, "redact", "", "with --record-dir: mask argv words matching this regular expression in the records")
+	return cmd
+}
+
+func (o *serveOptions) options() (server.Options, server.ListenOptions, error) {
+	backend, err := loader.ParseBackend(o.Backend)
+	if err != nil {
+		return server.Options{}, server.ListenOptions{}, fmt.Errorf("--backend: %w", err)
+	}
+	flag, err := policy.ParseKillSwitch(o.Reaping)
+	if err != nil {
+		return server.Options{}, server.ListenOptions{}, fmt.Errorf("--reaping: %w", err)
+	}
+	env, err := policy.KillSwitchFromEnv(os.Getenv)
+	if err != nil {
+		return server.Options{}, server.ListenOptions{}, err
+	}
+	if err := loader.ValidateMaxMembers(o.MaxMembers); err != nil {
+		return server.Options{}, server.ListenOptions{}, fmt.Errorf("--max-members: %w", err)
+	}
+	mode, err := strconv.ParseUint(o.SocketMode, 8, 32)
+	if err != nil || mode > 0o777 {
+		return server.Options{}, server.ListenOptions{}, fmt.Errorf("%w --socket-mode %q: want octal permission bits, at most 0777", lineage.ErrInvalid, o.SocketMode)
+	}
+	rec, err := o.recordOptions()
+	if err != nil {
+		return server.Options{}, server.ListenOptions{}, err
+	}
+	pin, err := o.pinRoot()
+	if err != nil {
+		return server.Options{}, server.ListenOptions{}, err
+	}
+	opts := server.Options{
+		Record: rec,
+		Tracker: tracker.TrackerOptions{
+			Backend: backend, MaxMembers: o.MaxMembers, RingBytes: o.RingBytes, PinRoot: pin, Log: o.s.Err, Verbose: o.Verbose,
+		},
+		StateDir: o.StateDir,
+		Reaping:  policy.ResolveReaping(env, policy.Setting{Source: "--reaping", Switch: flag}),
+		Grace:    o.Grace,
+		Linger:   o.Linger,
+		Log:      o.s.Err,
+	}
+	return opts, server.ListenOptions{Mode: os.FileMode(mode), Group: o.SocketGroup}, nil
+}
+
+// recordOptions checks the record flags.
+func (o *serveOptions) recordOptions() (server.RecordOptions, error) {
+	if o.RecordKeep < 1 {
+		return server.RecordOptions{}, fmt.Errorf("%w option: --record-keep %d: must be at least 1", lineage.ErrInvalid, o.RecordKeep)
+	}
+	if o.RecordDir == "" && o.Redact != "" {
+		return server.RecordOptions{}, fmt.Errorf("%w option: --redact: needs --record-dir", lineage.ErrInvalid)
+	}
+	rec := server.RecordOptions{Dir: o.RecordDir, Keep: o.RecordKeep}
+	if o.Redact != "" {
+		re, err := regexp.Compile(o.Redact)
+		if err != nil {
+			return server.RecordOptions{}, fmt.Errorf("%w option: --redact: %v", lineage.ErrInvalid, err)
+		}
+		rec.Redact = re
+	}
+	return rec, nil
+}
+
+func runServe(o *serveOptions) error {
+	opts, lopts, err := o.options()
+	if err != nil {
+		return err
+	}
+	var mln net.Listener
+	if o.MetricsListen != "" {
+		if mln, err = net.Listen("tcp", o.MetricsListen); err != nil {
+			return fmt.Errorf("--metrics-listen: %w", err)
+		}
+	}
+	sock := client.Socket(o.Socket)
+	ln, err := server.Listen(sock, lopts)
+	if err != nil {
+		if mln != nil {
+			mln.Close()
+		}
+		return err
+	}
+	srv, err := server.Open(opts)
+	if err != nil {
+		ln.Close()
+		if mln != nil {
+			mln.Close()
+		}
+		return err
+	}
+	if mln != nil {
+		go func() {
+			if err := srv.ServeMetrics(mln); err != nil {
+				fmt.Fprintf(o.s.Err, "lineage: metrics: %v\n", err)
+			}
+		}()
+		fmt.Fprintf(o.s.Err, "lineage: metrics on http://%s/metrics\n", mln.Addr())
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		<-sigs
+		srv.Close()
+	}()
+	fmt.Fprintf(o.s.Err, "lineage: serving on %s (reaping %s)\n", sock, opts.Reaping)
+	err = srv.Serve(ln)
+	srv.Close()
+	return err
+}
+
+// pinRoot is --pin-dir: "" for none.
+func (o *serveOptions) pinRoot() (string, error) {
+	switch {
+	case o.PinDir == pinNone:
+		return "", nil
+	case !filepath.IsAbs(o.PinDir):
+		return "", fmt.Errorf("--pin-dir %q: %w: want an absolute path on bpffs, or %s", o.PinDir, lineage.ErrInvalid, pinNone)
+	}
+	return filepath.Clean(o.PinDir), nil
+}
+
+// runUninstall unpins the tracker; the loader refuses while a daemon holds it.
+func runUninstall(o *serveOptions) error {
+	pin, err := o.pinRoot()
+	if err != nil {
+		return err
+	}
+	if pin == "" {
+		return fmt.Errorf("--uninstall: %w: --pin-dir %s names nothing to unpin", lineage.ErrInvalid, pinNone)
+	}
+	if err := bpf.Unpin(pin); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.s.Err, "lineage: unpinned the tracker under %s: nothing tracks the open sessions' processes now\n", pin)
+	return nil
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"errors"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/lineage-dev/lineage/internal/cli"
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/server"
+)
+
+// Bad record flags are refused before anything starts.
+func TestServeRecordFlags(t *testing.T) {
+	base := serveOptions{Backend: "auto", SocketMode: "0660", RecordKeep: server.DefaultRecordKeep, MaxMembers: loader.DefaultMaxMembers, RingBytes: loader.DefaultRingBytes, PinDir: pinNone}
+	for name, tc := range map[string]struct {
+		change func(*serveOptions)
+		ok     bool
+	}{
+		"no record":         {func(*serveOptions) {}, true},
+		"record dir":        {func(o *serveOptions) { o.RecordDir = "/tmp/r" }, true},
+		"keep 1":            {func(o *serveOptions) { o.RecordDir, o.RecordKeep = "/tmp/r", 1 }, true},
+		"keep 0":            {func(o *serveOptions) { o.RecordDir, o.RecordKeep = "/tmp/r", 0 }, false},
+		"keep -5":           {func(o *serveOptions) { o.RecordDir, o.RecordKeep = "/tmp/r", -5 }, false},
+		"redact, no dir":    {func(o *serveOptions) { o.Redact = "x" }, false},
+		"redact, bad regex": {func(o *serveOptions) { o.RecordDir, o.Redact = "/tmp/r", "(" }, false},
+		"redact":            {func(o *serveOptions) { o.RecordDir, o.Redact = "/tmp/r", `token=\S+` }, true},
+	} {
+		o := base
+		tc.change(&o)
+		opts, _, err := o.options()
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("%s: %v", name, err)
+		case !tc.ok && !errors.Is(err, lineage.ErrInvalid):
+			t.Errorf("%s: %v, want an invalid-option error", name, err)
+		case tc.ok && opts.Record.Dir != o.RecordDir:
+			t.Errorf("%s: record dir %q, want %q", name, opts.Record.Dir, o.RecordDir)
+		}
+	}
+}
+
+// --socket-mode and --socket-group reach the listener; bad modes are
+// refused as invalid before anything starts.
+func TestServeSocketFlags(t *testing.T) {
+	o := serveOptions{Backend: "auto", SocketMode: "0640", SocketGroup: "lineage", RecordKeep: server.DefaultRecordKeep, MaxMembers: loader.DefaultMaxMembers, RingBytes: loader.DefaultRingBytes, PinDir: pinNone}
+	if _, ln, err := o.options(); err != nil || ln.Mode != 0o640 || ln.Group != "lineage" {
+		t.Errorf("listen options %+v, %v; want 0640 and group lineage", ln, err)
+	}
+	for _, mode := range []string{"", "abc", "0778", "1777", "-1", "0x1ff"} {
+		o.SocketMode = mode
+		if _, _, err := o.options(); !errors.Is(err, lineage.ErrInvalid) {
+			t.Errorf("--socket-mode %q: %v, want an invalid-option error", mode, err)
+		}
+	}
+}
+
+func TestServeMetricsBadFlags(t *testing.T) {
+	for _, args := range [][]string{{"--metrics-listen", "nowhere:-1"}, {"--max-members", "1"}} {
+		var out strings.Builder
+		root := newRootCmd(cli.Streams{In: strings.NewReader(""), Out: &out, Err: &out})
+		sock := t.TempDir() + "/s.sock"
+		root.SetArgs(append([]string{"serve", "--socket", sock, "--state-dir", t.TempDir(), "--pin-dir", "none"}, args...))
+		if err := root.Execute(); err == nil {
+			t.Errorf("serve %v: no error", args)
+		}
+		if _, err := net.Dial("unix", sock); err == nil {
+			t.Errorf("serve %v: listens on the socket after failing", args)
+		}
+	}
+}

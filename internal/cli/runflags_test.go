@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+)
+
+func parseRun(t *testing.T, args ...string) (*runOptions, error) {
+	t.Helper()
+	var got *runOptions
+	cmd := NewCmdRun(Streams{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}}, nil, func(o *runOptions) error { got = o; return nil })
+	cmd.SetArgs(append(args, "--", "true"))
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	err := cmd.Execute()
+	return got, err
+}
+
+func TestRunMaxMembersIsCappedAtPIDMax(t *testing.T) {
+	o, err := parseRun(t, "--max-members", "100000000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("/proc/sys/kernel/pid_max")
+	if err != nil {
+		t.Skip(err)
+	}
+	var pidMax uint32
+	for _, c := range bytes.TrimSpace(b) {
+		pidMax = pidMax*10 + uint32(c-'0')
+	}
+	if o.MaxMembers != pidMax {
+		t.Errorf("--max-members 100000000 gave %d, want pid_max %d", o.MaxMembers, pidMax)
+	}
+}
+
+func TestSafetyFlagsParse(t *testing.T) {
+	procRoot := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(procRoot, "sys/kernel"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(procRoot, "sys/kernel/pid_max"), []byte("4096\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		flags   safetyFlags
+		max     uint32
+		wantMax uint32
+		wantErr bool
+		groups  bool
+	}{
+		{"capped", safetyFlags{ReapTimeout: time.Minute}, 100_000_000, 4096, false, false},
+		{"below pid_max", safetyFlags{ReapTimeout: time.Minute}, 100, 100, false, false},
+		{"zero reap timeout", safetyFlags{}, 100, 100, true, false},
+		{"negative reap timeout", safetyFlags{ReapTimeout: -time.Second}, 100, 100, true, false},
+		{"user nobody", safetyFlags{ReapTimeout: time.Minute, User: "nobody"}, 100, 100, false, true},
+		{"user by number and group", safetyFlags{ReapTimeout: time.Minute, User: "65534:0"}, 100, 100, false, true},
+		{"unknown user", safetyFlags{ReapTimeout: time.Minute, User: "no-such-user-here"}, 100, 100, true, false},
+		{"unknown group", safetyFlags{ReapTimeout: time.Minute, User: "nobody:no-such-group-here"}, 100, 100, true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			max := c.max
+			err := c.flags.parse(&max, procRoot)
+			if c.wantErr {
+				if !errors.Is(err, lineage.ErrInvalid) {
+					t.Fatalf("got %v, want an invalid-input error", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if max != c.wantMax {
+				t.Errorf("max members %d, want %d", max, c.wantMax)
+			}
+			if c.groups && (c.flags.credential == nil || c.flags.credential.Uid != 65534) {
+				t.Errorf("credential %+v, want uid 65534", c.flags.credential)
+			}
+		})
+	}
+}
+
+func TestLookupCredentialGroup(t *testing.T) {
+	cred, err := lookupCredential("65534:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cred.Uid != 65534 || cred.Gid != 0 || cred.Groups == nil {
+		t.Errorf("credential %+v", cred)
+	}
+	cred, err = lookupCredential("4242")
+	if err != nil || cred.Uid != 4242 || cred.Gid != 4242 || !slices.Equal(cred.Groups, []uint32{}) {
+		t.Errorf("unknown uid: %+v, %v", cred, err)
+	}
+}

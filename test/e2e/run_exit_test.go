@@ -1,0 +1,359 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/testutil"
+)
+
+func TestRunExitStatus(t *testing.T) {
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	dir := t.TempDir()
+	notExec := filepath.Join(dir, "not-executable")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\nexit 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"own status passes through", []string{"--", "sh", "-c", "exit 7"}, 7},
+		{"success", []string{"--", "true"}, 0},
+		{"killed by a signal", []string{"--", "sh", "-c", "kill -KILL $$"}, 128 + 9},
+		{"deadline", []string{"--deadline", "300ms", "--", "sleep", testutil.Sleep(mark)}, 124},
+		{"not found", []string{"--", "no-such-command-" + mark}, 127},
+		{"not executable", []string{"--", notExec}, 126},
+	}
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			env := v.setup(t)
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					res := runJob(t, mark, env, append([]string{"--backend", v.backend}, c.args...)...)
+					if res.code != c.want {
+						t.Errorf("exit status %d, want %d; stderr:\n%s", res.code, c.want, res.stderr)
+					}
+				})
+			}
+		})
+	}
+}
+
+func TestRunDeadlineKillsTheJobAndItsLineage(t *testing.T) {
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			env := v.setup(t)
+			mark := testutil.Marker(t)
+			testutil.CheckNoLeaks(t, mark)
+			s := testutil.Sleep(mark)
+			res := runJob(t, mark, env, "--backend", v.backend, "--deadline", "1s", "--",
+				// The root never ends by itself: its children may be killed
+				// at birth while it is reaped.
+				"sh", "-c", fmt.Sprintf("setsid sleep %[1]s & trap '' TERM; while :; do sleep %[1]s; done", s))
+			if res.code != lineage.ExitDeadline {
+				t.Fatalf("exit status %d, want %d; stderr:\n%s", res.code, lineage.ExitDeadline, res.stderr)
+			}
+			if !res.report.Deadline {
+				t.Error("report does not say the deadline passed")
+			}
+			root := false
+			for _, o := range res.report.Reap.Outcomes {
+				if o.Member.Identity == res.report.Root {
+					root = true
+					if o.Result != lineage.Killed {
+						t.Errorf("the TERM-ignoring job ended as %s, want killed", o.Result)
+					}
+				}
+			}
+			if !root {
+				t.Error("the job itself is not in the reap's outcomes")
+			}
+			if !strings.Contains(res.stderr, "deadline") {
+				t.Errorf("stderr does not mention the deadline:\n%s", res.stderr)
+			}
+		})
+	}
+}
+
+func TestRunPassesSignalsOnThenReaps(t *testing.T) {
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			env := v.setup(t)
+			mark := testutil.Marker(t)
+			testutil.CheckNoLeaks(t, mark)
+			s := testutil.Sleep(mark)
+			var stderr bytes.Buffer
+			cmd := startUntilReadyWith(t, func(cmd *exec.Cmd) {
+				cmd.Stderr = &stderr
+				cmd.Env = append(cmd.Env, env...)
+			}, "run", "--backend", v.backend, "--grace", "1s", "--", "sh", "-c",
+				fmt.Sprintf("setsid sleep %[1]s & echo ready; sleep %[1]s", s))
+			time.Sleep(200 * time.Millisecond) // the sleepers exec
+			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 128+int(syscall.SIGTERM) {
+				t.Fatalf("lineage ended with %v, want exit %d (the job died of the TERM passed on); stderr:\n%s", err, 128+15, stderr.String())
+			}
+			if left := testutil.Find(mark); len(left) != 0 {
+				t.Errorf("left alive: %v", left)
+			}
+		})
+	}
+}
+
+func TestRunCatchesAForkInTheJobsFirstInstruction(t *testing.T) {
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			env := v.setup(t)
+			mark := testutil.Marker(t)
+			testutil.CheckNoLeaks(t, mark)
+			// setsid -f forks at once and its parent exits: the daemon is
+			// born before any poll could see the job.
+			res := runJob(t, mark, env, "--backend", v.backend, "--", "setsid", "-f", "sleep", testutil.Sleep(mark))
+			if res.code != 0 {
+				t.Errorf("exit status %d; stderr:\n%s", res.code, res.stderr)
+			}
+			if res.report != nil {
+				v.check(t, res.report)
+			}
+			if got := markedOutcomes(res, mark); got != 1 {
+				t.Errorf("%d marked processes reaped, want the setsid daemon; stderr:\n%s", got, res.stderr)
+			}
+		})
+	}
+}
+
+func TestRunLineageDiesWithLineageSIGKILLed(t *testing.T) {
+	for _, backend := range backends {
+		t.Run(backend, func(t *testing.T) {
+			requireBackend(t, backend)
+			mark := testutil.Marker(t)
+			testutil.CheckNoLeaks(t, mark)
+			s := testutil.Sleep(mark)
+			// --interval: lineage must have seen the orphan before it dies.
+			cmd := startUntilReady(t, nil, "run", "--backend", backend, "--interval", "20ms", "--", "sh", "-c",
+				fmt.Sprintf("setsid sleep %[1]s & (sleep %[1]s &) & nohup sleep %[1]s >/dev/null 2>&1 & sleep 0.3; echo ready; sleep %[1]s", s))
+			for deadline := time.Now().Add(5 * time.Second); len(testutil.Sleepers(mark)) != 4; {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d sleepers, want 4", len(testutil.Sleepers(mark)))
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if backend == loader.BackendProc {
+				// Scans every 20 ms: give a loaded machine time for a few.
+				time.Sleep(500 * time.Millisecond)
+			}
+			// A CI runner's hard cancel.
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			_ = cmd.Wait()
+			deadline := time.Now().Add(30 * time.Second)
+			for len(testutil.Sleepers(mark)) > 0 && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			// The kernel (bpf) or the guardian (proc) ends the lineage.
+			if left := testutil.Sleepers(mark); len(left) != 0 {
+				t.Errorf("the lineage outlived lineage's SIGKILL: %v", left)
+				for _, p := range left {
+					testutil.KillIdentity(p.PID, p.StartTicks)
+				}
+			}
+		})
+	}
+}
+
+func TestRunKeepOnAbortLeavesTheLineage(t *testing.T) {
+	requireBackend(t, loader.BackendBPF)
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	s := testutil.Sleep(mark)
+	cmd := startUntilReady(t, nil, "run", "--backend", "bpf", "--keep-on-abort", "--", "sh", "-c",
+		fmt.Sprintf("setsid sleep %[1]s & sleep 0.3; echo ready; sleep %[1]s", s))
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	time.Sleep(300 * time.Millisecond)
+	left := testutil.Sleepers(mark)
+	if len(left) != 2 {
+		t.Errorf("with --keep-on-abort, %d sleepers are left, want both", len(left))
+	}
+	for _, p := range left {
+		testutil.KillIdentity(p.PID, p.StartTicks)
+	}
+}
+
+func TestRunReapingOffAndKeepOnlyReport(t *testing.T) {
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			daemonEnv := v.setup(t)
+			backend := v.backend
+			for _, c := range []struct {
+				name string
+				env  []string
+				args []string
+			}{
+				{"LINEAGE_REAPING=off", []string{"LINEAGE_REAPING=off"}, nil},
+				{"env wins over --reaping on", []string{"LINEAGE_REAPING=off"}, []string{"--reaping", "on"}},
+				{"--reaping off", nil, []string{"--reaping", "off"}},
+			} {
+				t.Run(c.name, func(t *testing.T) {
+					mark := testutil.Marker(t)
+					s := testutil.Sleep(mark)
+					t.Cleanup(func() {
+						for _, p := range testutil.Find(mark) {
+							testutil.KillIdentity(p.PID, p.StartTicks)
+						}
+					})
+					args := append([]string{"run", "--backend", backend}, c.args...)
+					// The leftover must not hold lineage's output open.
+					args = append(args, "--", "sh", "-c", "setsid sleep "+s+" >/dev/null 2>&1 & sleep 0.3")
+					cmd := lineageCmd(args...)
+					cmd.Env = append(append(cmd.Env, daemonEnv...), c.env...)
+					outb, err := cmd.CombinedOutput()
+					if err != nil {
+						t.Fatalf("%v: %s", err, outb)
+					}
+					left := testutil.Sleepers(mark)
+					if len(left) != 1 {
+						t.Fatalf("%d sleepers left, want the one that was only reported; output:\n%s", len(left), outb)
+					}
+					if !strings.Contains(string(outb), "not killed") || !strings.Contains(string(outb), "reaping is off") {
+						t.Errorf("output does not say the leftover was only reported:\n%s", outb)
+					}
+				})
+			}
+			t.Run("--keep exe", func(t *testing.T) {
+				mark := testutil.Marker(t)
+				s := testutil.Sleep(mark)
+				t.Cleanup(func() {
+					for _, p := range testutil.Find(mark) {
+						testutil.KillIdentity(p.PID, p.StartTicks)
+					}
+				})
+				sleepPath, err := exec.LookPath("sleep")
+				if err != nil {
+					t.Fatal(err)
+				}
+				sleepPath, _ = filepath.EvalSymlinks(sleepPath)
+				script := fmt.Sprintf("setsid sleep %[1]s >/dev/null 2>&1 & setsid sh -c 'exec -a marked-%[2]s sleep %[1]s' & sleep 0.3", s, mark)
+				cmd := lineageCmd("run", "--backend", backend, "--grace", "1s", "--keep", "exe:"+sleepPath, "--", "sh", "-c", script)
+				cmd.Env = append(cmd.Env, daemonEnv...)
+				outb, err := cmd.CombinedOutput()
+				if err != nil {
+					t.Fatalf("%v: %s", err, outb)
+				}
+				if left := testutil.Sleepers(mark); len(left) != 1 {
+					t.Errorf("%d sleepers left, want the kept one; output:\n%s", len(left), outb)
+				}
+				if !strings.Contains(string(outb), "kept") {
+					t.Errorf("output does not say which process was kept:\n%s", outb)
+				}
+			})
+		})
+	}
+}
+
+func TestRunRefusesBadInputAndStartsNothing(t *testing.T) {
+	dir := t.TempDir()
+	witness := filepath.Join(dir, "ran")
+	job := []string{"--", "sh", "-c", "touch " + witness}
+	notes := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(notes, []byte("not a program\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"unknown backend", nil, []string{"--backend", "nonsense"}, "backend"},
+		{"zero interval", nil, []string{"--backend", "proc", "--interval", "0"}, "interval"},
+		{"negative interval", nil, []string{"--backend", "proc", "--interval", "-1s"}, "interval"},
+		{"garbage interval", nil, []string{"--interval", "soon"}, "interval"},
+		{"zero grace", nil, []string{"--grace", "0"}, "grace"},
+		{"negative deadline", nil, []string{"--deadline", "-1s"}, "deadline"},
+		{"bad keep rule", nil, []string{"--keep", "exe:relative/path"}, "keep"},
+		{"keep rule for pid 1", nil, []string{"--keep", "1@5"}, "keep"},
+		{"keep rule for no file", nil, []string{"--keep", "exe:" + dir + "/missing"}, "--keep: invalid keep rule exe:" + dir + "/missing: " + dir + "/missing: no such file"},
+		{"keep rule for no program", nil, []string{"--keep", "exe:" + notes}, "notes.txt is not executable (mode 0644)"},
+		{"keep rule for a directory", nil, []string{"--keep", "exe:" + dir}, "is a directory, not a program"},
+		{"bad --reaping", nil, []string{"--reaping", "maybe"}, "reaping"},
+		{"bad kill switch", []string{"LINEAGE_REAPING=maybe"}, nil, "LINEAGE_REAPING"},
+		{"tiny map", nil, []string{"--max-members", "1"}, "max-members"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := lineageCmd(append(append([]string{"run"}, c.args...), job...)...)
+			cmd.Env = append(cmd.Env, c.env...)
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != lineage.ExitFailure {
+				t.Fatalf("got %v, want exit %d; output:\n%s", err, lineage.ExitFailure, out)
+			}
+			if !strings.Contains(string(out), c.want) {
+				t.Errorf("error does not name %q:\n%s", c.want, out)
+			}
+			if _, err := os.Stat(witness); err == nil {
+				t.Fatal("the job ran despite bad input")
+			}
+		})
+	}
+	t.Run("no command", func(t *testing.T) {
+		out, err := lineageCmd("run").CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != lineage.ExitFailure || !strings.Contains(string(out), "no command") {
+			t.Errorf("got %v: %s", err, out)
+		}
+	})
+}
+
+// startUntilReady starts lineage in a process group of its own and returns
+// once its job has printed "ready"; the caller owns the command. stderr, if
+// not nil, receives lineage's stderr.
+func startUntilReady(t *testing.T, stderr *bytes.Buffer, args ...string) *exec.Cmd {
+	t.Helper()
+	return startUntilReadyWith(t, func(cmd *exec.Cmd) {
+		if stderr != nil {
+			cmd.Stderr = stderr
+		}
+	}, args...)
+}
+
+// startUntilReadyWith is startUntilReady with setup applied to the command
+// before it starts.
+func startUntilReadyWith(t *testing.T, setup func(*exec.Cmd), args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := lineageCmd(args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	setup(cmd)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
+		t.Fatalf("job said %q, %v", line, err)
+	}
+	return cmd
+}

@@ -1,0 +1,74 @@
+package e2e
+
+// Protection is by identity alone: a leftover that moves itself into
+// lineage's own process group is a member like any other, reaped and
+// reported, with either backend, standalone and through the daemon. (The
+// rule that spared it came from tools that kill by process group; lineage
+// never signals a group.)
+
+import (
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/lineage-dev/lineage/client"
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/testutil"
+)
+
+func TestRunLeftoverInLineagesGroupIsReaped(t *testing.T) {
+	py := realPython(t)
+	for _, v := range append(variants, variant{"proc via daemon", loader.BackendProc, true}) {
+		t.Run(v.name, func(t *testing.T) {
+			requireBackend(t, v.backend)
+			var env []string
+			args := []string{"--backend", v.backend}
+			if v.daemon {
+				// --backend proc is daemon-wide (a run asking for it gets
+				// a tracker of its own): the daemon's backend is its own.
+				d := startDaemon(t, "", "--backend", v.backend)
+				env = []string{client.EnvSocket + "=" + d.sock}
+				args = nil
+			}
+			mark := testutil.Marker(t)
+			testutil.CheckNoLeaks(t, mark)
+			// The leftover joins the process group of the job's parent,
+			// lineage run, then sleeps.
+			leftover := fmt.Sprintf(`%s -c 'import os, sys; os.setpgid(0, os.getpgid(int(sys.argv[1]))); os.execvp("sleep", ["sleep", sys.argv[2]])' "$PPID" %s`,
+				py, testutil.Sleep(mark))
+			args = append(args, "--", "sh", "-c", leftover+" </dev/null >/dev/null 2>&1 & sleep 0.5; exit 0")
+			res := runJob(t, mark, env, args...)
+			if res.report == nil || res.report.Reap == nil {
+				t.Fatalf("no reap in the report; stderr:\n%s", res.stderr)
+			}
+			v.check(t, res.report)
+			found := false
+			for _, o := range res.report.Reap.Outcomes {
+				if !strings.Contains(strings.Join(o.Argv, " "), mark) {
+					continue
+				}
+				found = true
+				if o.Result != lineage.Terminated || o.Reason != "" {
+					t.Errorf("the leftover in lineage's process group %s: %s (%s), want terminated", o.Member.Identity, o.Result, o.Reason)
+				}
+			}
+			if !found {
+				t.Errorf("the leftover is not in the report; stderr:\n%s", res.stderr)
+			}
+		})
+	}
+}
+
+// realPython returns the python3 interpreter itself, not a wrapper that
+// would fork on its way to it (pyenv's shims are shell scripts).
+func realPython(t *testing.T) string {
+	t.Helper()
+	py := testutil.LookTool(t, "python3")
+	out, err := exec.Command(py, "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		t.Fatalf("%s: %v", py, err)
+	}
+	return strings.TrimSpace(string(out))
+}

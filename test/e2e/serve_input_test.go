@@ -1,0 +1,146 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lineage-dev/lineage/internal/server"
+	"github.com/lineage-dev/lineage/internal/testutil"
+)
+
+// raw sends body as is and returns the status and the decoded error.
+func (d *daemon) raw(method, path, body string) (int, server.Error) {
+	d.t.Helper()
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", d.sock)
+	}}}
+	defer hc.CloseIdleConnections()
+	req, err := http.NewRequest(method, "http://x"+path, strings.NewReader(body))
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	var e server.Error
+	if resp.StatusCode >= 400 {
+		if err := json.Unmarshal(data, &e); err != nil || e.Error == "" || e.Code == "" {
+			d.t.Errorf("%s %s: error body %q is not {error, code}", method, path, data)
+		}
+	}
+	return resp.StatusCode, e
+}
+
+func TestServeRefusesBadInputAndChangesNothing(t *testing.T) {
+	d := startDaemon(t, "")
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	live := startSleep(t, exec.Command("sleep", testutil.Sleep(mark)))
+	livePID, liveStart := ident(t, live)
+	d.do("POST", "/v1/roots", server.AddRoot{PID: int64(livePID), Start: liveStart, Session: "keep"}, nil)
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, d)
+	root := fmt.Sprintf("%d@%d", livePID, liveStart)
+	for _, c := range []struct {
+		method, path, body string
+		status             int
+	}{
+		{"POST", "/v1/roots", `{"pid":`, 400},
+		{"POST", "/v1/roots", `[]`, 400},
+		{"POST", "/v1/roots", `{"pid":2,"session":"a"} {}`, 400},
+		{"POST", "/v1/roots", `{"pid":` + strings.Repeat(" ", server.MaxBody) + `2}`, 413},
+		{"POST", "/v1/roots", `{"pid":2,"session":"a","extra":1}`, 400},
+		{"POST", "/v1/roots", `{"session":"a"}`, 400},
+		{"POST", "/v1/roots", `{"pid":0,"session":"a"}`, 400},
+		{"POST", "/v1/roots", `{"pid":-5,"session":"a"}`, 400},
+		{"POST", "/v1/roots", `{"pid":1,"session":"a"}`, 400},
+		{"POST", "/v1/roots", `{"pid":"12","session":"a"}`, 400},
+		{"POST", "/v1/roots", `{"pid":99999999999,"session":"a"}`, 400},
+		{"POST", "/v1/roots", fmt.Sprintf(`{"pid":%d,"session":"a"}`, gone.Process.Pid), 404},
+		{"POST", "/v1/roots", fmt.Sprintf(`{"pid":%d,"start":%d,"session":"a"}`, livePID, liveStart+1), 404},
+		{"POST", "/v1/roots", fmt.Sprintf(`{"pid":%d,"start":%d,"session":"keep"}`, livePID, liveStart), 409},
+		{"POST", "/v1/roots", fmt.Sprintf(`{"pid":%d,"session":"../x"}`, livePID), 400},
+		{"POST", "/v1/roots", fmt.Sprintf(`{"pid":%d}`, livePID), 400},
+		{"POST", "/v1/sessions", `{"id":"keep"}`, 409},
+		{"POST", "/v1/sessions", `{"id":"x","parent":"nope"}`, 404},
+		{"POST", "/v1/sessions", `{"id":"x","owner":{"pid":1,"start":1}}`, 400},
+		{"POST", "/v1/sessions", fmt.Sprintf(`{"id":"x","owner":{"pid":%d,"start":5}}`, gone.Process.Pid), 404},
+		{"POST", "/v1/sessions", `{"id":"has space"}`, 400},
+		{"POST", "/v1/sessions", `{"kind":7}`, 400},
+		{"POST", "/v1/sessions", `{"id":"x","kind":"bogus"}`, 400},
+		{"POST", "/v1/sessions", `{"id":"x","kind":"Autonomous"}`, 400},
+		{"POST", "/v1/sessions", `{"id":"x","keep":["exe:/nonexistent/program"]}`, 400},
+		{"POST", "/v1/sessions", `{"id":"x","keep":["exe:/etc/passwd"]}`, 400},
+		{"POST", "/v1/roots", fmt.Sprintf(`{"pid":%d,"session":"y","keep":["exe:/nonexistent/program"]}`, livePID), 400},
+		{"POST", "/v1/roots", fmt.Sprintf(`{"pid":%d,"session":"a","kind":"bogus"}`, livePID), 400},
+		{"POST", "/v1/roots", fmt.Sprintf(`{"pid":%d,"session":"keep","kind":"bogus"}`, livePID), 400},
+		{"GET", "/v1/sessions/nope", ``, 404},
+		{"GET", "/v1/sessions/nope/report", ``, 404},
+		{"POST", "/v1/sessions/nope/turn-end", ``, 404},
+		{"POST", "/v1/sessions/nope/close", ``, 404},
+		{"GET", "/v1/sessions/keep/close", ``, 405},
+		{"DELETE", "/v1/sessions", ``, 405},
+		{"PUT", "/v1/roots", ``, 405},
+		{"POST", "/metrics", ``, 405},
+		{"POST", "/v1/roots/" + root, ``, 405},
+		{"GET", "/v1/roots/abc", ``, 400},
+		{"GET", "/v1/roots/5@0", ``, 400},
+		{"GET", "/v1/roots/" + fmt.Sprintf("%d@%d", livePID, liveStart+1), ``, 404},
+		{"DELETE", "/v1/roots/" + fmt.Sprintf("%d@%d", livePID, liveStart+1), ``, 404},
+		{"POST", "/v1/keeps", `{"process":"abc"}`, 400},
+		{"POST", "/v1/keeps", `{"process":"` + root + `","ttl":"-1s"}`, 400},
+		{"POST", "/v1/keeps", `{"process":"` + root + `","ttl":"forever"}`, 400},
+		{"POST", "/v1/keeps", fmt.Sprintf(`{"process":"%d@5"}`, gone.Process.Pid), 404},
+		{"GET", "/v1/events?session=nope", ``, 404},
+		{"GET", "/v2/sessions", ``, 404},
+		{"GET", "/", ``, 404},
+	} {
+		if got, e := d.raw(c.method, c.path, c.body); got != c.status {
+			t.Errorf("%s %s %.60q: status %d (%s), want %d", c.method, c.path, c.body, got, e.Error, c.status)
+		}
+	}
+	if after := snapshot(t, d); after != before {
+		t.Errorf("bad input changed the state:\nbefore %s\nafter  %s", before, after)
+	}
+	// No kind is interactive.
+	var s server.Session
+	d.do("POST", "/v1/sessions", server.OpenSession{ID: "plain"}, &s)
+	if s.Kind != "interactive" {
+		t.Errorf("no kind: %q, want interactive", s.Kind)
+	}
+	d.do("POST", "/v1/sessions/plain/close", nil, nil)
+	d.do("POST", "/v1/sessions/keep/close", nil, nil)
+}
+
+// snapshot is the daemon's sessions and its state (the snapshot file and
+// the journal), as text.
+func snapshot(t *testing.T, d *daemon) string {
+	t.Helper()
+	var ss []server.Session
+	d.do("GET", "/v1/sessions", nil, &ss)
+	data, _ := json.Marshal(ss)
+	state, err := os.ReadFile(filepath.Join(d.state, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	journal, err := os.ReadFile(filepath.Join(d.state, "state.journal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data) + string(state) + string(journal)
+}
