@@ -103,6 +103,7 @@ func (j *Job) Reap(ctx context.Context, d policy.Decision, opts job.ReapOptions)
 		Contain: func() (lineage.Containment, error) { return t.backend.Contain(j.root) },
 		Keep:    j.keeper(),
 		Refuse:  refuser(t.caller, j.root, t.proc),
+		Inspect: t.inspector(),
 	})
 	resume()
 	j.rep.Reap = &r

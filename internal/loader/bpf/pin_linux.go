@@ -293,6 +293,7 @@ func (b *Tracker) reuse(spec *ebpf.CollectionSpec, kernel *btf.Spec, dir string,
 		return err
 	}
 	b.attachCatcher(spec, kernel)
+	b.startInspector(kernel)
 	if b.reader, err = ringbuf.NewReader(b.objs.Events); err != nil {
 		return fmt.Errorf("open ring buffer: %w", err)
 	}

@@ -112,6 +112,10 @@ type Tracker struct {
 	// says why it does not (catch_linux.go).
 	catcher    link.Link
 	catcherOff string
+	// inspector is the reaper's batch check, when the kernel took it;
+	// inspectOff says why not (inspect_linux.go).
+	inspector  *inspector
+	inspectOff string
 	reader     *ringbuf.Reader
 	proc       proc.FS
 	loaded     loader.Loaded
@@ -269,6 +273,7 @@ func (b *Tracker) load(spec *ebpf.CollectionSpec, kernel *btf.Spec) error {
 		b.links = append(b.links, l)
 	}
 	b.attachCatcher(spec, kernel)
+	b.startInspector(kernel)
 	var err error
 	if b.reader, err = ringbuf.NewReader(b.objs.Events); err != nil {
 		return fmt.Errorf("open ring buffer: %w", err)
@@ -314,6 +319,9 @@ func (b *Tracker) Close() error {
 		}
 		if b.catcher != nil {
 			errs = append(errs, b.catcher.Close())
+		}
+		if b.inspector != nil {
+			errs = append(errs, b.inspector.close())
 		}
 		errs = append(errs, b.objs.Close())
 		if b.bss != nil {
