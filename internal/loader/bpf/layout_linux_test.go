@@ -28,6 +28,10 @@ var layoutFingerprints = map[uint32]string{
 	// (ROOT_F_KEPT, MEMBER_F_SPARED_EXE, MEMBER_F_CAUGHT, EVENT_F_SPARED,
 	// EVENT_F_CAUGHT, the stats of the second fork hook and of the keeps).
 	3: "e959214ce652c7feea8e505b89c4044ddfa5c9c231327b4bd00d1f288af316c7",
+	// Layout 4 adds the reaper's lease (reap_lease_ns) to .bss: kill-at-
+	// birth ends when the holder of the tracker dies. The roots and
+	// members maps are layout 3's, so a layout 1, 2 or 3 set migrates.
+	4: "d4587cd97cf5e4470fef00cc2f09d88d9b070eebf4e8074a852d07cf663610a9",
 }
 
 func TestLayoutVersionNamesTheLayout(t *testing.T) {

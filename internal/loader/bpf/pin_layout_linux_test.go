@@ -13,9 +13,10 @@ import (
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
-// A set pinned by layout 2, which had no keep_exes map, moves into layout 3
-// as it is: its roots and members, their spare marks with them, and the
-// new set keeps exe rules for the moved roots.
+// A set pinned by layout 2, which had no keep_exes map, moves into this
+// binary's layout (3 added keep_exes, 4 the reaper's lease) as it is: its
+// roots and members, their spare marks with them, and the new set keeps
+// exe rules for the moved roots.
 func TestPinnedLayout2IsMigrated(t *testing.T) {
 	root := testutil.PinRoot(t)
 	mark := testutil.Marker(t)
@@ -44,8 +45,8 @@ func TestPinnedLayout2IsMigrated(t *testing.T) {
 
 	b := openPinned(t, Options{PinRoot: root})
 	p, _ := b.Pinned()
-	if p.MigratedFrom != layoutDir(root, 2) || p.Dir != layoutDir(root, 3) || p.MigratedRoots != 1 || p.MigratedMembers != 2 {
-		t.Fatalf("pinned %+v, want layout 2's root and two members moved into layout 3", p)
+	if p.MigratedFrom != layoutDir(root, 2) || p.Dir != layoutDir(root, LayoutVersion) || p.MigratedRoots != 1 || p.MigratedMembers != 2 {
+		t.Fatalf("pinned %+v, want layout 2's root and two members moved into layout %d", p, LayoutVersion)
 	}
 	if !spared(t, b, child) || spared(t, b, id) {
 		t.Errorf("spare marks after the move: child %v, root %v; want the child's alone", spared(t, b, child), spared(t, b, id))
@@ -58,7 +59,7 @@ func TestPinnedLayout2IsMigrated(t *testing.T) {
 		t.Errorf("keep_exes %+v, want the moved root's rule", keys)
 	}
 	if _, err := os.Stat(filepath.Join(p.Dir, lineageMapKeepExes)); err != nil {
-		t.Errorf("layout 3 pins no keep_exes map: %v", err)
+		t.Errorf("layout %d pins no keep_exes map: %v", LayoutVersion, err)
 	}
 }
 

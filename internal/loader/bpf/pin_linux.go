@@ -32,7 +32,9 @@ import (
 // kernel's own spare marks (ROOT_F_KEPT, MEMBER_F_SPARED_EXE,
 // MEMBER_F_CAUGHT); its members and roots are layout 2's, so a set of
 // layout 1 or 2 migrates as it is.
-const LayoutVersion = 3
+// Layout 4 added the reaper's lease (reap_lease_ns) to .bss; its members
+// and roots are layout 3's, so a set of layout 1, 2 or 3 migrates too.
+const LayoutVersion = 4
 
 // DefaultPinRoot is where `lineage serve` pins its tracker.
 const DefaultPinRoot = "/sys/fs/bpf/lineage"

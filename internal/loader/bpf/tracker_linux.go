@@ -141,6 +141,11 @@ type Tracker struct {
 	syncs syncWaiters
 	// adopted counts members adopted from /proc after skipped forks.
 	adopted atomic.Uint64
+	// stopLease ends the renewal of the reaper's lease (lease_linux.go);
+	// a handoff writes the lease through leaseMem, at leaseOff.
+	stopLease chan struct{}
+	leaseMem  *ebpf.Memory
+	leaseOff  int64
 }
 
 var _ loader.Backend = (*Tracker)(nil)
@@ -202,6 +207,10 @@ func Open(opts *Options) (*Tracker, error) {
 		err = b.openPinned(spec, kernel, features)
 	} else {
 		err = b.load(spec, kernel)
+	}
+	if err == nil {
+		b.stopLease = make(chan struct{})
+		err = b.keepLease(b.stopLease)
 	}
 	if err != nil {
 		b.Close()
@@ -311,6 +320,9 @@ func (b *Tracker) HardCancel() loader.HardCancelMode { return b.loaded.HardCance
 func (b *Tracker) Close() error {
 	var errs []error
 	b.closeMu.Do(func() {
+		if b.stopLease != nil {
+			close(b.stopLease)
+		}
 		if b.reader != nil {
 			errs = append(errs, b.reader.Close())
 		}
