@@ -8,6 +8,7 @@ import (
 
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/proc"
 	"github.com/lineage-dev/lineage/internal/reap"
 )
 
@@ -98,8 +99,14 @@ func (k *kernelSignaler) SendAll(pins []reap.Pin, sigs []syscall.Signal, errs []
 	}
 	before := make([]lineage.Stat, len(pins))
 	if err := k.ks.SignalBatch(ids, sigs, before, errs); err != nil {
-		for i := range errs {
-			errs[i] = err
+		// The batch failed whole: signal each through a pidfd instead
+		// (pidfd, check, signal), so the reap goes on.
+		for i, id := range ids {
+			errs[i] = reap.Signal(id, sigs[i])
+			if errors.Is(errs[i], lineage.ErrNoProcess) || errors.Is(errs[i], lineage.ErrIdentityMismatch) {
+				errs[i] = fmt.Errorf("%w: %w", lineage.ErrNoProcess, errs[i])
+				k.unwatch(pins[i])
+			}
 		}
 		return
 	}
@@ -110,11 +117,17 @@ func (k *kernelSignaler) SendAll(pins []reap.Pin, sigs []syscall.Signal, errs []
 		}
 		if errors.Is(errs[i], lineage.ErrIdentityMismatch) || errors.Is(errs[i], lineage.ErrNoProcess) {
 			errs[i] = fmt.Errorf("%w: %w", lineage.ErrNoProcess, errs[i])
-			if k.watched[p] {
-				delete(k.watched, p)
-				k.gone = append(k.gone, p)
-			}
+			k.unwatch(p)
 		}
+	}
+}
+
+// unwatch stops watching p, found gone by a send, and keeps it for the next
+// Wait to report.
+func (k *kernelSignaler) unwatch(p reap.Pin) {
+	if k.watched[p] {
+		delete(k.watched, p)
+		k.gone = append(k.gone, p)
 	}
 }
 
@@ -154,7 +167,18 @@ func (k *kernelSignaler) look(pins []reap.Pin) ([]reap.Pin, error) {
 	}
 	stats := make([]lineage.Stat, len(pins))
 	if err := k.in.Inspect(pids, stats); err != nil {
-		return nil, fmt.Errorf("look at the members: %w", err)
+		// Read /proc instead, one file each.
+		for i, pid := range pids {
+			st, err := proc.ReadStat("/proc", int(pid))
+			switch {
+			case errors.Is(err, lineage.ErrNoProcess):
+				stats[i] = lineage.Stat{}
+			case err != nil:
+				return nil, fmt.Errorf("look at the members: %w", err)
+			default:
+				stats[i] = st
+			}
+		}
 	}
 	var gone []reap.Pin
 	for i, p := range pins {
