@@ -178,21 +178,32 @@ static __always_inline void fill(struct proc_stat *p, struct task_struct___inspe
 	__builtin_memcpy(p->comm, t->comm, sizeof(p->comm));
 }
 
-static long inspect_one(__u32 i, struct inspect_ctx *c)
+/*
+ * inspect_pid fills p for p->pid. It is a global function: the verifier
+ * checks it once, on its own, not at every step of the loop that calls it
+ * (a callback's branches, checked per iteration, grow with every signal's
+ * disposition past the verifier's limit on some kernels).
+ */
+__attribute__((noinline)) int inspect_pid(struct proc_stat *p)
 {
-	struct batch *b = c->b;
-	struct proc_stat *p;
 	struct task_struct *task;
 
-	if (i >= INSPECT_MAX)
-		return 1;
-	p = &b->procs[i];
+	if (!p)
+		return 0;
 	p->flags = 0;
 	task = bpf_task_from_pid(p->pid);
 	if (!task)
 		return 0;
 	fill(p, (void *)task);
 	bpf_task_release(task);
+	return 0;
+}
+
+static long inspect_one(__u32 i, struct inspect_ctx *c)
+{
+	if (i >= INSPECT_MAX)
+		return 1;
+	inspect_pid(&c->b->procs[i]);
 	return 0;
 }
 
@@ -287,15 +298,14 @@ static __always_inline int signal_live_thread(struct task_struct *leader, int si
 	return err;
 }
 
-static long signal_one(__u32 i, struct inspect_ctx *c)
+/* signal_pid signals p's identity as signal_batch says; global, as
+ * inspect_pid is. */
+__attribute__((noinline)) int signal_pid(struct proc_stat *p)
 {
-	struct batch *b = c->b;
-	struct proc_stat *p;
 	struct task_struct *task;
 
-	if (i >= INSPECT_MAX)
-		return 1;
-	p = &b->procs[i];
+	if (!p)
+		return 0;
 	p->flags = 0;
 	p->err = -ESRCH;
 	task = bpf_task_from_pid(p->pid);
@@ -313,6 +323,14 @@ static long signal_one(__u32 i, struct inspect_ctx *c)
 	else
 		p->err = bpf_send_signal_task(task, p->sig, PIDTYPE_TGID, 0);
 	bpf_task_release(task);
+	return 0;
+}
+
+static long signal_one(__u32 i, struct inspect_ctx *c)
+{
+	if (i >= INSPECT_MAX)
+		return 1;
+	signal_pid(&c->b->procs[i]);
 	return 0;
 }
 

@@ -302,7 +302,12 @@ func validateRing(n uint32) error {
 func (b *Tracker) Name() string { return "bpf" }
 
 // Loaded says which program variant the kernel accepted and what it does.
-func (b *Tracker) Loaded() loader.Loaded { return b.loaded }
+func (b *Tracker) Loaded() loader.Loaded {
+	l := b.loaded
+	l.Batch.Check, l.Batch.CheckOff = b.Inspects()
+	l.Batch.Signal, l.Batch.SignalOff = b.Signals()
+	return l
+}
 
 // Variant is the program variant loaded.
 func (b *Tracker) Variant() loader.Variant { return b.loaded.Variant }
