@@ -102,7 +102,7 @@ func TestRunPassesSignalsOnThenReaps(t *testing.T) {
 				cmd.Env = append(cmd.Env, env...)
 			}, "run", "--backend", v.backend, "--grace", "1s", "--", "sh", "-c",
 				fmt.Sprintf("setsid sleep %[1]s & echo ready; sleep %[1]s", s))
-			time.Sleep(200 * time.Millisecond) // the sleepers exec
+			sleepersOf(t, s, 2)
 			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
@@ -146,31 +146,41 @@ func TestRunLineageDiesWithLineageSIGKILLed(t *testing.T) {
 			requireBackend(t, backend)
 			mark := testutil.Marker(t)
 			testutil.CheckNoLeaks(t, mark)
-			s := testutil.Sleep(mark)
-			// --interval: lineage must have seen the orphan before it dies.
-			cmd := startUntilReady(t, nil, "run", "--backend", backend, "--interval", "20ms", "--", "sh", "-c",
-				fmt.Sprintf("setsid sleep %[1]s & (sleep %[1]s &) & nohup sleep %[1]s >/dev/null 2>&1 & sleep 0.3; echo ready; sleep %[1]s", s))
-			for deadline := time.Now().Add(5 * time.Second); len(testutil.Sleepers(mark)) != 4; {
-				if time.Now().After(deadline) {
-					t.Fatalf("%d sleepers, want 4", len(testutil.Sleepers(mark)))
-				}
-				time.Sleep(10 * time.Millisecond)
+			s, w := testutil.Sleep(mark), testutil.Sleep(mark+"7")
+			// The job leaves three sleepers (setsid, an orphan, nohup),
+			// then waits for the test's word on its stdin to fork a
+			// witness (an orphan too) and a fourth sleeper.
+			release, word, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
 			}
+			t.Cleanup(func() { word.Close() })
+			// --interval: lineage must have seen the orphan before it dies.
+			cmd := startUntilReadyWith(t, func(cmd *exec.Cmd) { cmd.Stdin = release }, "run", "--backend", backend, "--interval", "20ms", "--", "sh", "-c",
+				fmt.Sprintf("setsid sleep %[1]s & (sleep %[1]s &) & nohup sleep %[1]s >/dev/null 2>&1 & echo ready; read x; (sleep %[2]s &); sleep %[1]s", s, w))
+			release.Close()
+			first := sleepersOf(t, s, 3)
 			if backend == loader.BackendProc {
-				// Scans every 20 ms: give a loaded machine time for a few.
-				time.Sleep(500 * time.Millisecond)
+				// The guardian learns of the orphan only from lineage,
+				// once a scan has seen it and published what it saw.
+				polled(t, cmd.Process.Pid, first...)
+			}
+			if _, err := word.WriteString("go\n"); err != nil {
+				t.Fatal(err)
+			}
+			sleepersOf(t, s, 4)
+			witness := sleepersOf(t, w, 1)[0]
+			if backend == loader.BackendProc {
+				scannedSince(t, cmd.Process.Pid, witness)
 			}
 			// A CI runner's hard cancel.
 			if err := cmd.Process.Kill(); err != nil {
 				t.Fatal(err)
 			}
 			_ = cmd.Wait()
-			deadline := time.Now().Add(30 * time.Second)
-			for len(testutil.Sleepers(mark)) > 0 && time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
-			}
 			// The kernel (bpf) or the guardian (proc) ends the lineage.
-			if left := testutil.Sleepers(mark); len(left) != 0 {
+			if !testutil.Until(30*time.Second, func() bool { return len(testutil.Sleepers(mark)) == 0 }) {
+				left := testutil.Sleepers(mark)
 				t.Errorf("the lineage outlived lineage's SIGKILL: %v", left)
 				for _, p := range left {
 					testutil.KillIdentity(p.PID, p.StartTicks)
@@ -184,13 +194,23 @@ func TestRunKeepOnAbortLeavesTheLineage(t *testing.T) {
 	requireBackend(t, loader.BackendBPF)
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
-	s := testutil.Sleep(mark)
-	cmd := startUntilReady(t, nil, "run", "--backend", "bpf", "--keep-on-abort", "--", "sh", "-c",
-		fmt.Sprintf("setsid sleep %[1]s & sleep 0.3; echo ready; sleep %[1]s", s))
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	time.Sleep(300 * time.Millisecond)
-	left := testutil.Sleepers(mark)
+	// A control run of the same job without --keep-on-abort, SIGKILLed
+	// right after: once its lineage is gone, whatever ends a lineage when
+	// lineage dies has had its time with the one that asked to be left.
+	job := func(s string) []string {
+		return []string{"--", "sh", "-c", fmt.Sprintf("setsid sleep %[1]s & echo ready; sleep %[1]s", s)}
+	}
+	s, c := testutil.Sleep(mark), testutil.Sleep(mark+"1")
+	cmd := startUntilReady(t, nil, append([]string{"run", "--backend", "bpf", "--keep-on-abort"}, job(s)...)...)
+	control := startUntilReady(t, nil, append([]string{"run", "--backend", "bpf"}, job(c)...)...)
+	sleepersOf(t, s, 2)
+	sleepersOf(t, c, 2)
+	for _, run := range []*exec.Cmd{cmd, control} {
+		_ = run.Process.Kill()
+		_ = run.Wait()
+	}
+	sleepersOf(t, c, 0)
+	left := sleeping(s)
 	if len(left) != 2 {
 		t.Errorf("with --keep-on-abort, %d sleepers are left, want both", len(left))
 	}

@@ -24,6 +24,15 @@ func termCatcher(secs string) string {
 	return `perl -e '$SIG{TERM} = sub {}; $e = time + $ARGV[0]; sleep 1 while time < $e' ` + secs
 }
 
+// termNoter is termCatcher that says what it does by files in dir: up once
+// it catches SIGTERM, termed at each SIGTERM. Its shell waits for it to
+// be up (a SIGTERM before that would kill it), at most 30 s.
+func termNoter(secs, dir string) string {
+	up, termed := filepath.Join(dir, "up"), filepath.Join(dir, "termed")
+	return fmt.Sprintf(`perl -e '$SIG{TERM} = sub { open my $f, ">", $ARGV[2] }; open my $f, ">", $ARGV[1]; close $f; $e = time + $ARGV[0]; sleep 1 while time < $e' %s %q %q &
+i=0; while [ ! -e %[2]q ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i+1)); done`, secs, up, termed)
+}
+
 // A member that catches SIGTERM and lives on, with a long grace: only
 // --reap-timeout ends the reap in time, and --strict turns the job's 0 into
 // 123.
@@ -97,7 +106,7 @@ func testRunFatalSignalReapsFirst(t *testing.T, v variant) {
 				cmd.Env = append(cmd.Env, env...)
 			}, "run", "--backend", v.backend, "--grace", "1s", "--", "sh", "-c",
 				fmt.Sprintf("setsid sleep %[1]s & echo ready; sleep %[1]s", s))
-			time.Sleep(300 * time.Millisecond) // the sleepers exec
+			sleepersOf(t, s, 2)
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
@@ -275,13 +284,19 @@ func testRunFatalSignalMidReap(t *testing.T, v variant) {
 	env := v.setup(t)
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
+	dir := t.TempDir()
 	var stderr bytes.Buffer
 	cmd := startUntilReadyWith(t, func(cmd *exec.Cmd) {
 		cmd.Stderr = &stderr
 		cmd.Env = append(cmd.Env, env...)
 	}, "run", "--backend", v.backend, "--grace", "60s", "--", "sh", "-c",
-		fmt.Sprintf(`setsid %s & sleep 0.3; echo ready`, termCatcher(testutil.Sleep(mark))))
-	time.Sleep(1500 * time.Millisecond) // the job exited; the reap waits out its grace
+		"setsid "+termNoter(testutil.Sleep(mark), dir)+"\necho ready")
+	// The job exits once the catcher is up; the reap then TERMs it and
+	// waits out its grace.
+	testutil.Eventually(t, 30*time.Second, "the catcher's SIGTERM", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "termed"))
+		return err == nil
+	})
 	began := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGUSR2); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
@@ -69,21 +70,33 @@ func TestServeRestartFindsLeftoversOfAGoneRoot(t *testing.T) {
 	d := startDaemon(t, "", "--pin-dir", "none")
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
-	d.startExec("gone", "autonomous", "sh", "-c", fmt.Sprintf("setsid sleep %[1]s1 & sleep 1", testutil.Sleep(mark)))
+	// The root lives until the test closes its stdin.
+	release, word, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := lineageCmd("exec", "--session", "gone", "--kind", "autonomous", "--", "sh", "-c",
+		fmt.Sprintf("setsid sleep %s1 </dev/null & read x || true", testutil.Sleep(mark)))
+	root.Env = append(root.Env, client.EnvSocket+"="+d.sock)
+	root.Stdin = release
+	if err := root.Start(); err != nil {
+		t.Fatal(err)
+	}
+	release.Close()
+	t.Cleanup(func() { word.Close(); _ = root.Process.Kill(); _ = root.Wait() })
 	left := atLeastSleepers(t, mark+"1", 1)
 	// Without pinning, the members of every root are saved every 2 s.
 	saved := fmt.Sprintf(`{"process":{"pid":%d,`, left[0].PID)
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if snap := stateFiles(t, d); strings.Contains(snap["state.json"]+snap["state.journal"], saved) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the leftover %d is not in the saved state within 20s", left[0].PID)
-		}
-	}
+	testutil.Eventually(t, 20*time.Second, fmt.Sprintf("the leftover %d in the saved state", left[0].PID), func() bool {
+		snap := stateFiles(t, d)
+		return strings.Contains(snap["state.json"]+snap["state.journal"], saved)
+	})
 	d.kill9()
 	// The root exits while no daemon runs.
-	time.Sleep(1500 * time.Millisecond)
+	word.Close()
+	if err := root.Wait(); err != nil {
+		t.Fatalf("the root: %v", err)
+	}
 	d.start("--pin-dir", "none")
 	var s server.Session
 	d.do("GET", "/v1/sessions/gone", nil, &s)
