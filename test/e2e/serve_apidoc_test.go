@@ -242,7 +242,7 @@ func answerDiffs(ex apiExample, live string) []string {
 		}
 		diffs = shapeDiffs(shown, got, "$", ex.optional)
 	}
-	if len(diffs) > 0 {
+	if len(diffs) > 0 && ex.shownKind == "json" {
 		diffs[len(diffs)-1] += "\nthe daemon's answer:\n" + live
 	}
 	return diffs
