@@ -80,7 +80,7 @@ type apiExample struct {
 // name names the example in a failure: where it is, and its command.
 func (ex apiExample) name() string {
 	first, _, _ := strings.Cut(ex.script, "\n")
-	return fmt.Sprintf("the example at docs/api.md:%d (%s)", ex.line, strings.TrimSuffix(strings.TrimSpace(first), `\`))
+	return fmt.Sprintf("the example at docs/api.md:%d (%s)", ex.line, strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(first), `\`)))
 }
 
 var exampleRE = regexp.MustCompile("(?s)<!-- example: (\\d{3})( stream)?(?:; optional: ([^>]*?))? -->\\s*```sh\\n(.*?)```(?:[ \\t]*\\n\\s*```(json|text)\\n(.*?)```)?")
@@ -94,6 +94,15 @@ func apiExamples(t *testing.T) []apiExample {
 	if err != nil {
 		t.Fatal(err)
 	}
+	out := parseExamples(doc)
+	if len(out) < 10 {
+		t.Fatalf("%d examples in docs/api.md", len(out))
+	}
+	return out
+}
+
+// parseExamples reads the examples of a page in docs/api.md's form.
+func parseExamples(doc []byte) []apiExample {
 	var out []apiExample
 	for _, m := range exampleRE.FindAllStringSubmatchIndex(string(doc), -1) {
 		group := func(i int) string {
@@ -117,9 +126,6 @@ func apiExamples(t *testing.T) []apiExample {
 			}
 		}
 		out = append(out, ex)
-	}
-	if len(out) < 10 {
-		t.Fatalf("%d examples in docs/api.md", len(out))
 	}
 	return out
 }
@@ -468,6 +474,23 @@ func TestAPIDocShapeRules(t *testing.T) {
 				t.Errorf("%s: difference %d is %q, want it to begin %q", c.name, i, got[i], w)
 			}
 		}
+	}
+
+	page := []byte("<!-- example: 201 -->\n```sh\ncurl -X POST \\\n  x\n```\n\n```json\n{\"a\": 1}\n```\n\n" +
+		"<!-- example: 200 stream; optional: $.exit.core, $.members[].kinds -->\n```sh\ncurl -N y\n```\n```json\n{}\n```\n" +
+		"<!-- example: 404 -->\n```sh\ncurl z\n```\n\nprose, then a block that is not the answer\n\n```json\n{}\n```\n")
+	exs := parseExamples(page)
+	if len(exs) != 3 {
+		t.Fatalf("%d examples parsed, want 3: %+v", len(exs), exs)
+	}
+	if ex := exs[0]; ex.line != 1 || ex.status != "201" || ex.stream || ex.shownKind != "json" || ex.shown != "{\"a\": 1}\n" || ex.name() != "the example at docs/api.md:1 (curl -X POST)" {
+		t.Errorf("the first example parsed as %+v, named %q", ex, ex.name())
+	}
+	if ex := exs[1]; !ex.stream || ex.status != "200" || !ex.optional["$.exit.core"] || !ex.optional["$.members[].kinds"] || len(ex.optional) != 2 {
+		t.Errorf("the stream example parsed as %+v", ex)
+	}
+	if ex := exs[2]; ex.shownKind != "" {
+		t.Errorf("an example whose next block comes after prose shows %q", ex.shown)
 	}
 
 	stream := `{"schema": "lineage-record", "version": 2}
