@@ -124,6 +124,7 @@ func (s *Server) endSparing(ctx context.Context, se *session, ev policy.Event, u
 		jobs[i] = e.rt.job
 	}
 	reps := tracker.SettleAll(ctx, jobs, opts)
+	s.syncStreams(ctx)
 	ends := make([]RootEnd, len(roots))
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, parallelSettles)

@@ -50,20 +50,42 @@ func (h *hub) event(ev lineage.Event) {
 	h.publish(item{root: ev.Root, write: func(w *record.Writer) error { return w.Event(ev) }})
 }
 
-// settled publishes a job's decision: its reap's signal and keep events,
-// or a leak event for every member only reported.
+// settled publishes a job's decision as a standalone record has it: a
+// leak event for each member but the root that was alive when it was
+// decided (those reported, or those the reap found), then the reap's
+// signal and keep events.
 func (h *hub) settled(session string, rep *job.Report, why string) {
 	h.publish(item{session: session, write: func(w *record.Writer) error {
-		if rep.Reap != nil {
-			return w.Reap(*rep.Reap, why)
-		}
-		for _, l := range rep.Leftovers {
-			if err := w.Leak(l.Member, why); err != nil {
+		for _, m := range leftBehind(rep) {
+			if err := w.Leak(m, why); err != nil {
 				return err
 			}
 		}
+		if rep.Reap != nil {
+			return w.Reap(*rep.Reap, why)
+		}
 		return nil
 	}})
+}
+
+// leftBehind are the members of rep's lineage, but its root, alive when
+// it was decided on: a standalone record's leaks (what the root left
+// behind), whether they were then reaped or only reported.
+func leftBehind(rep *job.Report) []lineage.Member {
+	var out []lineage.Member
+	for _, l := range rep.Leftovers {
+		if l.Identity != rep.Root {
+			out = append(out, l.Member)
+		}
+	}
+	if rep.Reap != nil {
+		for _, o := range rep.Reap.Outcomes {
+			if o.Member.Identity != rep.Root {
+				out = append(out, o.Member)
+			}
+		}
+	}
+	return out
 }
 
 // kept publishes a keep request.

@@ -95,6 +95,7 @@ func (s *Server) settleRun(ctx context.Context, se *session, e rootEntry, opts t
 		return nil, notFound("no root %s", e.id)
 	}
 	rep := e.rt.job.SettleRun(ctx, opts)
+	s.syncStreams(ctx)
 	s.hub.settled(se.id, rep, opts.Input.Event.String())
 	s.forget(se, e)
 	return rep, nil
