@@ -247,7 +247,8 @@ find_vmlinuz() {
 	ls "$1"/boot/vmlinuz-* "$1"/usr/lib/modules/*/vmlinuz 2>/dev/null | head -n1
 }
 
-# apt_for DIR ARCH SUITE...: sets apt_opts, the options of a private apt
+apt_opts=()
+# apt_for DIR ARCH: sets apt_opts, the options of a private apt
 # whose sources list, lists and cache are under DIR, for ARCH's packages
 # of the suites given as "URI SUITE" lines on stdin.
 apt_for() {
@@ -262,21 +263,28 @@ apt_for() {
 		-o "APT::Architecture=$arch" -o "APT::Architectures=$arch" -q)
 }
 
-# fetch_deb DIR PACKAGE VERSION: prints the path of PACKAGE's .deb of
-# VERSION in DIR, downloading it there (with apt_opts) when it isn't yet;
-# nothing when it can't be had.
+# fetch_deb DIR ARCH PACKAGE VERSION: prints the path of PACKAGE's .deb of
+# VERSION for ARCH in DIR, downloading it there (with apt_opts) when it
+# isn't yet; nothing when it can't be had.
 fetch_deb() {
-	local dir=$1 p=$2 ver=$3 d deb=""
-	for d in "$dir/${p}"_*.deb; do
-		[ -f "$d" ] && [ "$(dpkg-deb -f "$d" Package)" = "$p" ] && [ "$(dpkg-deb -f "$d" Version)" = "$ver" ] && deb=$d
-	done
+	local dir=$1 arch=$2 p=$3 ver=$4 deb
+	deb=$(cached_deb "$@")
 	if [ -z "$deb" ] && [ "$offline" = 0 ]; then
 		(cd "$dir" && apt-get "${apt_opts[@]}" download "$p=$ver" >>"$dir/download.log" 2>&1) || true
-		for d in "$dir/${p}"_*.deb; do
-			[ -f "$d" ] && [ "$(dpkg-deb -f "$d" Package)" = "$p" ] && [ "$(dpkg-deb -f "$d" Version)" = "$ver" ] && deb=$d
-		done
+		deb=$(cached_deb "$@")
 	fi
 	[ -z "$deb" ] || echo "$deb"
+}
+
+# cached_deb DIR ARCH PACKAGE VERSION: the .deb in DIR that is PACKAGE
+# VERSION for ARCH (or for all architectures), if any.
+cached_deb() {
+	local d
+	for d in "$1/${3}"_*.deb; do
+		[ -f "$d" ] || continue
+		[ "$(dpkg-deb -f "$d" Package)" = "$3" ] && [ "$(dpkg-deb -f "$d" Version)" = "$4" ] || continue
+		case "$(dpkg-deb -f "$d" Architecture)" in "$2" | all) echo "$d" && return ;; esac
+	done
 }
 
 # fetch_kernel ARCH KERNEL: prints "PACKAGE VERSION VMLINUZ" of the newest
@@ -307,7 +315,7 @@ fetch_kernel() {
 			local p deb ok=1
 			for p in "$pkg" $(apt-cache "${apt_opts[@]}" show --no-all-versions "$pkg" 2>/dev/null |
 				awk '$1 == "Depends:"' | tr ',' '\n' | grep -o 'linux-binary-[^ ]*' || true); do
-				deb=$(fetch_deb "$cache/debs" "$p" "$ver")
+				deb=$(fetch_deb "$cache/debs" "$a" "$p" "$ver")
 				if [ -z "$deb" ]; then
 					ok=0
 					break
@@ -342,13 +350,14 @@ arm64_packages="dash coreutils util-linux busybox-static"
 arm64_userland() {
 	local stage=$1 adir="$cache/apt/arm64-userland" debs="$cache/debs-arm64"
 	mkdir -p "$debs" "$stage"
-	{
+	apt_for "$adir" arm64 < <(
 		echo "$mirror_main $arm64_suite"
 		[ -z "$mirror_security" ] || echo "$mirror_security $arm64_suite-security"
-	} | apt_for "$adir" arm64
+	)
 	if [ "$offline" = 0 ] && ! apt-get "${apt_opts[@]}" update >"$adir/update.log" 2>&1; then
 		log "arm64 tools: package lists of $arm64_suite unreachable (see $adir/update.log)"
 	fi
+	[ ${#apt_opts[@]} -gt 0 ] || die "arm64 tools: no private apt configuration"
 	# The tools' packages and, of their dependencies (recursively), the
 	# libraries: what their binaries may load.
 	local pkgs p ver deb
@@ -361,7 +370,7 @@ arm64_userland() {
 		# A library another package provides instead (an alternative) may
 		# have no candidate: what the binaries need is checked below.
 		[ -n "$ver" ] || continue
-		deb=$(fetch_deb "$debs" "$p" "$ver")
+		deb=$(fetch_deb "$debs" arm64 "$p" "$ver")
 		if [ -z "$deb" ]; then
 			case " $arm64_packages " in *" $p "*) die "arm64 tools: $p $ver could not be fetched (see $debs/download.log)" ;; esac
 			log "arm64 tools: library package $p $ver could not be fetched"
