@@ -17,8 +17,8 @@ import (
 )
 
 // The reap at every width: the same N leftovers (setsid'd sleepers that
-// obey SIGTERM, started by a shell whose last instruction says "exit")
-// ended by cgroup.kill (the leftovers born in a scratch cgroup), by a
+// obey SIGTERM, started by a shell that waits until they all run sleep and
+// then says "exit" as its last instruction) ended by cgroup.kill (the leftovers born in a scratch cgroup), by a
 // minimal pidfd killer (SIGTERM to each through a pidfd, then each death
 // seen on its pidfd), by `lineage run` with a tracker of its own, by
 // `lineage run` through the daemon, and by a session close. Each is timed
@@ -26,31 +26,90 @@ import (
 // to the reaper's end (its exit; the killers' last death; the close's
 // answer), interleaved round by round.
 
-// leftovers is the job: it starts n setsid sleepers, then says "exit" on
-// stdout as its last instruction.
+// leftovers is a job that starts n setsid sleepers and exits: the serve
+// benchmarks' roots.
 func leftovers(n int) string {
-	return "i=0; while [ $i -lt " + strconv.Itoa(n) + " ]; do setsid sleep 600 </dev/null >/dev/null 2>&1 & i=$((i+1)); done; echo exit"
+	return "i=0; while [ $i -lt " + strconv.Itoa(n) + " ]; do setsid sleep 600 </dev/null >/dev/null 2>&1 & i=$((i+1)); done"
 }
 
-// awaitExit reads the job's stdout up to its "exit" line.
-func awaitExit(stdout io.Reader) error {
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || line != "exit\n" {
+// reapJob is the reap benchmark's job: it starts n setsid sleepers
+// (sleep 600.TAG, TAG naming this round), says "ready", waits for a line
+// on stdin, then says "exit" as its last instruction. Every reaper is
+// timed from the same state: all n sleepers running sleep, the job just
+// exited.
+func reapJob(n int, tag string) string {
+	return "i=0; while [ $i -lt " + strconv.Itoa(n) + " ]; do setsid sleep 600." + tag + " </dev/null >/dev/null 2>&1 & i=$((i+1)); done; echo ready; read go; echo exit"
+}
+
+// heldJob is a started reapJob: its stdin and stdout.
+type heldJob struct {
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+// hold wires cmd's stdin and stdout to a heldJob; start cmd after.
+func hold(cmd *exec.Cmd) (*heldJob, error) {
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	return &heldJob{in: in, out: bufio.NewReader(out)}, nil
+}
+
+// release waits until the job has started its n sleepers and they all run
+// sleep, lets it exit, and returns once it has said "exit".
+func (j *heldJob) release(n int, tag string) error {
+	if line, err := j.out.ReadString('\n'); err != nil || line != "ready\n" {
+		return fmt.Errorf("the job said %q: %v", line, err)
+	}
+	if err := awaitSleepers(n, tag); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(j.in, "go\n"); err != nil {
+		return err
+	}
+	j.in.Close()
+	if line, err := j.out.ReadString('\n'); err != nil || line != "exit\n" {
 		return fmt.Errorf("the job said %q: %v", line, err)
 	}
 	return nil
 }
 
+// awaitSleepers waits until n processes run `sleep 600.TAG`.
+func awaitSleepers(n int, tag string) error {
+	want := "sleep\x00600." + tag + "\x00"
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		ents, err := os.ReadDir("/proc")
+		if err != nil {
+			return err
+		}
+		k := 0
+		for _, e := range ents {
+			if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(b) == want {
+				k++
+			}
+		}
+		if k >= n {
+			return nil
+		}
+	}
+	return fmt.Errorf("%d sleepers did not all start", n)
+}
+
 // runReap runs the job under `lineage run` (through the daemon at sock
 // when it is set) and times job exit → lineage exit.
-func runReap(lineageBin, sock string, n int) (time.Duration, error) {
+func runReap(lineageBin, sock string, n int, tag string) (time.Duration, error) {
 	args := []string{"run", "--linger", "0"}
 	if sock == "" {
 		args = append(args, "--standalone", "--backend", "bpf")
 	}
-	cmd := exec.Command(lineageBin, append(args, "--", "sh", "-c", leftovers(n))...)
+	cmd := exec.Command(lineageBin, append(args, "--", "sh", "-c", reapJob(n, tag))...)
 	cmd.Env = append(os.Environ(), "LINEAGE_SOCKET="+orNowhere(sock))
-	stdout, err := cmd.StdoutPipe()
+	j, err := hold(cmd)
 	if err != nil {
 		return 0, err
 	}
@@ -59,13 +118,13 @@ func runReap(lineageBin, sock string, n int) (time.Duration, error) {
 	if err := cmd.Start(); err != nil {
 		return 0, err
 	}
-	if err := awaitExit(stdout); err != nil {
+	if err := j.release(n, tag); err != nil {
 		_ = cmd.Process.Kill() // our child, not yet waited for
 		_ = cmd.Wait()
 		return 0, fmt.Errorf("lineage run: %w", err)
 	}
 	start := time.Now()
-	_, _ = io.Copy(io.Discard, stdout)
+	_, _ = io.Copy(io.Discard, j.out)
 	err = cmd.Wait()
 	took := time.Since(start)
 	if err != nil {
@@ -98,10 +157,19 @@ func firstLine(s string) string {
 // pidfd and waits until each pidfd says its process is gone; it reaps
 // them after the clock stops. It is the least a reaper of identities can
 // do: no check, no report.
-func pidfdKill(n int, sig unix.Signal) (time.Duration, error) {
-	if err := exec.Command("sh", "-c", leftovers(n)+" >/dev/null").Run(); err != nil {
+func pidfdKill(n int, sig unix.Signal, tag string) (time.Duration, error) {
+	cmd := exec.Command("sh", "-c", reapJob(n, tag))
+	j, err := hold(cmd)
+	if err != nil {
 		return 0, err
 	}
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	if err := j.release(n, tag); err != nil {
+		return 0, err
+	}
+	_ = cmd.Wait()
 	pids, err := sleepingChildren(n)
 	if err != nil {
 		return 0, err
@@ -141,7 +209,7 @@ func pidfdKill(n int, sig unix.Signal) (time.Duration, error) {
 // exited, writes 1 to cgroup.kill and waits until cgroup.events says the
 // cgroup is empty. The leftovers are reparented to this process (a child
 // subreaper), which reaps them after the clock stops.
-func cgroupKill(root string, n int) (time.Duration, error) {
+func cgroupKill(root string, n int, tag string) (time.Duration, error) {
 	dir, err := os.MkdirTemp(root, "lineage-bench-")
 	if err != nil {
 		return 0, fmt.Errorf("scratch cgroup: %w", err)
@@ -152,16 +220,16 @@ func cgroupKill(root string, n int) (time.Duration, error) {
 		return 0, err
 	}
 	defer cg.Close()
-	cmd := exec.Command("sh", "-c", leftovers(n))
+	cmd := exec.Command("sh", "-c", reapJob(n, tag))
 	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(cg.Fd())}
-	stdout, err := cmd.StdoutPipe()
+	j, err := hold(cmd)
 	if err != nil {
 		return 0, err
 	}
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("start in the cgroup: %w", err)
 	}
-	if err := awaitExit(stdout); err != nil {
+	if err := j.release(n, tag); err != nil {
 		return 0, err
 	}
 	_ = cmd.Wait()
@@ -303,17 +371,18 @@ func measureReap(lineageBin string, sizes []int, rounds int) (map[reapKey][]floa
 		for _, n := range sizes {
 			for _, r := range cols {
 				var took time.Duration
+				tag := fmt.Sprintf("%d%03d%06d", round, n%1000, os.Getpid()%1000000)
 				switch r {
 				case reaperCgroup:
-					took, err = cgroupKill(cgroups, n)
+					took, err = cgroupKill(cgroups, n, tag)
 				case reaperPidfd:
-					took, err = pidfdKill(n, unix.SIGTERM)
+					took, err = pidfdKill(n, unix.SIGTERM, tag)
 				case reaperRun:
-					took, err = runReap(lineageBin, "", n)
+					took, err = runReap(lineageBin, "", n, tag)
 				case reaperDaemon:
-					took, err = runReap(lineageBin, d.sock, n)
+					took, err = runReap(lineageBin, d.sock, n, tag)
 				case reaperClose:
-					took, err = closeOnce(d, fmt.Sprintf("bench-reap-%d-%d", round, n), 1, n)
+					took, err = closeHeld(d, fmt.Sprintf("bench-reap-%d-%d", round, n), n, tag)
 				}
 				if err != nil {
 					return nil, nil, fmt.Errorf("%s, %d leftovers: %w", r, n, err)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"time"
 
@@ -25,7 +26,7 @@ func measureClose(daemons map[string]*serveDaemon, rounds, roots, each int) (map
 	slices.Sort(names)
 	out := make(map[string][]float64)
 	for r := 0; r < rounds; r++ {
-		floor, err := pidfdKill(roots*each, unix.SIGKILL)
+		floor, err := pidfdKill(roots*each, unix.SIGKILL, fmt.Sprintf("%d%06d", r, os.Getpid()%1000000))
 		if err != nil {
 			return nil, fmt.Errorf("floor: %w", err)
 		}
@@ -77,4 +78,40 @@ func countEnded(end server.Ended) int {
 		}
 	}
 	return n
+}
+
+// closeHeld starts the reap benchmark's job as the one root of session on
+// d, lets it exit once its n sleepers all run sleep, and times the
+// session's close.
+func closeHeld(d *serveDaemon, session string, n int, tag string) (time.Duration, error) {
+	cmd := d.lineageExec(session, "sh", "-c", reapJob(n, tag))
+	j, err := hold(cmd)
+	if err != nil {
+		return 0, err
+	}
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	if err := j.release(n, tag); err != nil {
+		_ = cmd.Process.Kill() // our child, not yet waited for
+		_ = cmd.Wait()
+		return 0, err
+	}
+	_ = cmd.Wait()
+	live, err := d.waitMembers(session, n)
+	if err != nil {
+		return 0, err
+	}
+	var end server.Ended
+	start := time.Now()
+	err = d.do("POST", "/v1/sessions/"+session+"/close", nil, &end)
+	took := time.Since(start)
+	reapZombies(live)
+	if err != nil {
+		return 0, err
+	}
+	if ended := countEnded(end); ended < n {
+		return 0, fmt.Errorf("close ended %d of %d leftovers", ended, n)
+	}
+	return took, nil
 }
