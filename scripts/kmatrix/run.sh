@@ -4,7 +4,7 @@
 # the static test binary of ./test/e2e, and runs lineage's per-kernel scenarios inside
 # each (scripts/kmatrix/scenarios). Reports per kernel, per scenario, per
 # test. amd64 kernels boot under qemu-system-x86_64, arm64 ones under
-# qemu-system-aarch64 (-M virt -cpu max), each with binaries and tools of
+# qemu-system-aarch64 (-M virt -cpu max,pauth-impdef=on), each with binaries and tools of
 # its own architecture.
 #
 # Usage:
@@ -23,8 +23,8 @@
 #                      tree of the current directory if it is a lineage tree,
 #                      else the one this script is in)
 #   --kernel K         the kernel (same as a KERNEL argument)
-#   --arch A           amd64 (default), arm64, or all (both, amd64 first);
-#                      default $ARCH
+#   --arch A           amd64, arm64, or all (both, amd64 first);
+#                      default $ARCH, else amd64
 #   --shell-cmd CMD    run CMD in the VM instead of the scenarios
 #   --timeout S        for --shell-cmd: seconds before the VM is killed (300)
 #   --scenarios FILE   another scenario list (default scripts/kmatrix/scenarios)
