@@ -21,14 +21,19 @@
  *                   (6.13+) and the callbacks of bpf_loop (5.17+) and
  *                   bpf_for_each_map_elem (5.13+): containment kills a reaping
  *                   member's new child at birth, and, where the exit hook may
- *                   signal, a lineage dies with its supervisor.
+ *                   signal, a lineage dies with its supervisor. A second fork
+ *                   hook inserts the forks the kernel skipped the first for
+ *                   (catch_fork).
  *   lineage_compat  -DLINEAGE_COMPAT: helpers of 5.8, no callback, no kfunc (a
  *                   5.10 verifier sees callbacks in the BTF but not as
  *                   subprograms, and refuses the object): containment kills
  *                   the forking member, and nothing dies with the supervisor.
  *
  * In both, whatever user space spares (MEMBER_F_SPARED) the kernel spares
- * too, and a process the full map can't hold is killed (kill_untracked): at
+ * too, and the kernel marks what keep rules spare as soon as they apply: at
+ * a member's exec of a kept program (keep_exes), at the forks of a kept
+ * root and of a member spared for its program (spared_at_fork). A process
+ * the full map can't hold is killed (kill_untracked): at
  * birth where the program may signal it, else at its first exec or fork.
  * Every kill, in both, is one the user who ran lineage could send with
  * kill(2) (kill_uid_bounded).
@@ -115,6 +120,23 @@ struct {
 } doomed SEC(".maps");
 
 volatile __u32 doomed_count = 0;
+
+/*
+ * The programs that exe keep rules keep, per root (struct keep_exe): a
+ * member that execs one is spared in the exec hook itself, before it runs
+ * an instruction of it, however late user space reads the event.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct keep_exe);
+	__type(value, __u64); /* the root's start */
+} keep_exes SEC(".maps");
+
+/* How many keep_exes entries wait under root pid 0 for the root the armed
+ * thread spawns: its pid is known only at its fork, and it execs its first
+ * program before user space can name it. */
+volatile __u32 spawn_keeps = 0;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -428,6 +450,8 @@ static __always_inline int spawn_root(struct task_struct *parent, struct task_st
 	m.root_pid = pid;
 	m.root_start = m.start;
 	m.flags = MEMBER_F_ROOT;
+	if (root_flags & ROOT_F_KEPT)
+		m.flags |= MEMBER_F_SPARED;
 	r.start = m.start;
 	r.flags = root_flags;
 	r.cookie = cookie;
@@ -447,8 +471,48 @@ static __always_inline int spawn_root(struct task_struct *parent, struct task_st
 	return 0;
 }
 
-SEC("tp_btf/sched_process_fork")
-int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
+/*
+ * Whether child (pid) is a member already: both fork hooks run for every
+ * fork, one after the other, and whichever runs first inserts it. When the
+ * second hook was first (another user of the tracepoint registered its
+ * probe earlier), the first says so, so that only skipped runs count as
+ * caught.
+ */
+static __always_inline bool seen_already(__u32 pid, struct task_struct *child, bool caught)
+{
+	struct member *cm = bpf_map_lookup_elem(&members, &pid);
+
+	if (!cm || cm->start != task_ticks(child))
+		return false;
+	if (!caught && (cm->flags & MEMBER_F_CAUGHT)) {
+		cm->flags &= ~MEMBER_F_CAUGHT;
+		count(STAT_CAUGHT_EARLY);
+	}
+	return true;
+}
+
+/*
+ * The spare marks a new member inherits from its forker pm. A kept root's
+ * lineage is spared whole. A member spared for the program it runs passes
+ * its marks on: the child runs that program too until it execs (a kept
+ * redis's background save), and the exec hook then judges what it runs. A
+ * mark user space gave alone (an identity rule, the protected set) spares
+ * that one process: user space judges its children by the rules.
+ */
+static __always_inline enum member_flag spared_at_fork(const struct member *pm, const struct root *r, __u64 root_start)
+{
+	if (r && r->start == root_start && (r->flags & ROOT_F_KEPT))
+		return MEMBER_F_SPARED;
+	if (pm->flags & MEMBER_F_SPARED_EXE)
+		return MEMBER_F_SPARED | MEMBER_F_SPARED_EXE;
+	return 0;
+}
+
+/*
+ * One fork, as either fork hook sees it: parent is the forking thread,
+ * child the new task; caught is set in the second hook.
+ */
+static __always_inline int track_fork(struct task_struct *parent, struct task_struct *child, bool caught)
 {
 	__u32 pid = child->pid;
 	__u32 forker = parent->tgid;
@@ -464,10 +528,17 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	if (!pm) {
 		struct arm *a;
 
-		if (spawn_tid && (__u32)parent->pid == spawn_tid)
+		/* A new root, unless the other fork hook inserted it already. */
+		if (spawn_tid && (__u32)parent->pid == spawn_tid) {
+			if (seen_already(pid, child, caught))
+				return 0;
 			return spawn_root(parent, child, pid, spawn_root_flags | ROOT_F_SPAWNING, 0, EVENT_F_ROOT);
-		if (arms_count && (a = bpf_map_lookup_elem(&arms, &forker)) && a->start == start_ticks(parent))
+		}
+		if (arms_count && (a = bpf_map_lookup_elem(&arms, &forker)) && a->start == start_ticks(parent)) {
+			if (seen_already(pid, child, caught))
+				return 0;
 			return spawn_root(parent, child, pid, ROOT_F_ARMED, a->cookie, EVENT_F_ROOT | EVENT_F_ARMED);
+		}
 		/* A doomed process's children are as untracked as it is. */
 		if (doomed_count && kill_if_doomed(forker, parent))
 			shut_out(pid, task_ticks(child), parent, false);
@@ -479,6 +550,8 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 		count(STAT_STALE);
 		return 0;
 	}
+	if (seen_already(pid, child, caught))
+		return 0;
 
 	m.start = task_ticks(child);
 	m.parent_pid = forker;
@@ -502,6 +575,14 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 		}
 	}
 
+	m.flags |= spared_at_fork(pm, r, m.root_start);
+	if (m.flags & MEMBER_F_SPARED)
+		flags |= EVENT_F_SPARED;
+	if (caught) {
+		m.flags |= MEMBER_F_CAUGHT;
+		flags |= EVENT_F_CAUGHT;
+	}
+
 	if (bpf_map_update_elem(&members, &pid, &m, BPF_ANY)) {
 		count(STAT_MEMBERS_FULL);
 		flags |= EVENT_F_UNTRACKED;
@@ -515,6 +596,8 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 			not_the_users = true;
 	} else {
 		count(STAT_FORKS);
+		if (caught)
+			count(STAT_FORKS_CAUGHT);
 	}
 	if (not_the_users)
 		count(STAT_UID_SPARED);
@@ -525,6 +608,92 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
+{
+	return track_fork(parent, child, false);
+}
+
+#ifndef LINEAGE_COMPAT
+/*
+ * The second fork hook. Where tracepoints run preemptible (newer kernels
+ * call their probes under SRCU: Debian's 7.3 does), a task can be
+ * preempted inside handle_fork, and the kernel then skips handle_fork for
+ * every other fork on that CPU until the task runs again (per program,
+ * counted as its recursion_misses): a member's child that never enters
+ * the map. This program is a classic
+ * tracepoint: the kernel's perf probe runs it with preemption disabled, so
+ * no task is ever preempted inside it, and its guard is another one (the
+ * per-CPU bpf_prog_active). It inserts what handle_fork did not, and
+ * nothing twice: for a fork handle_fork saw, it costs two hash lookups.
+ * The compat build has none: the kernels it runs on disable preemption in
+ * every tracepoint, and skip no fork.
+ */
+SEC("tracepoint/sched/sched_process_fork")
+int catch_fork(struct trace_event_raw_sched_process_fork *ctx)
+{
+	struct task_struct *parent = bpf_get_current_task_btf();
+	struct task_struct *child;
+	__u32 forker = parent->tgid;
+
+	if (!bpf_map_lookup_elem(&members, &forker) && !doomed_count && !arms_count &&
+	    !(spawn_tid && (__u32)parent->pid == spawn_tid))
+		return 0;
+	child = bpf_task_from_pid(ctx->child_pid);
+	if (!child)
+		return 0;
+	track_fork(parent, child, true);
+	bpf_task_release(child);
+	return 0;
+}
+#endif /* LINEAGE_COMPAT */
+
+/* Whether an exe rule of m's root keeps the program k names (k.root_pid
+ * is filled in here): the root's own rules, or, while the root is being
+ * spawned, those waiting for it under pid 0. */
+static __always_inline bool kept_program(const struct member *m, struct keep_exe *k)
+{
+	__u64 *root_start;
+	struct root *r;
+
+	k->root_pid = m->root_pid;
+	root_start = bpf_map_lookup_elem(&keep_exes, k);
+	if (root_start)
+		return *root_start == m->root_start;
+	if (!spawn_keeps)
+		return false;
+	r = bpf_map_lookup_elem(&roots, &k->root_pid);
+	if (!r || r->start != m->root_start || !(r->flags & ROOT_F_SPAWNING))
+		return false;
+	k->root_pid = 0;
+	return bpf_map_lookup_elem(&keep_exes, k) != 0;
+}
+
+/*
+ * The kernel's part of the exe keep rules, in the exec hook's own run:
+ * a member that execs a program an exe rule of its root keeps is spared
+ * for it (MEMBER_F_SPARED | MEMBER_F_SPARED_EXE) before that program runs;
+ * one spared for the program it ran, that now execs another, is spared no
+ * more. A mark user space gave alone stays. It returns EVENT_F_SPARED
+ * when the member is spared for its new program.
+ */
+static __always_inline enum event_flag spare_at_exec(struct member *m, struct linux_binprm *bprm)
+{
+	struct inode *ino = bprm->file->f_inode;
+	struct keep_exe k = {};
+
+	k.ino = ino->i_ino;
+	k.dev = ino->i_sb->s_dev;
+	if (kept_program(m, &k)) {
+		m->flags |= MEMBER_F_SPARED | MEMBER_F_SPARED_EXE;
+		count(STAT_KEPT_AT_EXEC);
+		return EVENT_F_SPARED;
+	}
+	if (m->flags & MEMBER_F_SPARED_EXE)
+		m->flags &= ~(MEMBER_F_SPARED | MEMBER_F_SPARED_EXE);
+	return 0;
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(handle_exec, struct task_struct *p, int old_pid, struct linux_binprm *bprm)
 {
@@ -532,6 +701,7 @@ int BPF_PROG(handle_exec, struct task_struct *p, int old_pid, struct linux_binpr
 	struct member *m;
 	struct event *e;
 	__u64 arg_start, arg_end, size;
+	enum event_flag spared;
 
 	m = bpf_map_lookup_elem(&members, &tgid);
 	if (!m) {
@@ -542,10 +712,12 @@ int BPF_PROG(handle_exec, struct task_struct *p, int old_pid, struct linux_binpr
 	if (m->start != start_ticks(p))
 		return 0;
 	count(STAT_EXECS);
+	spared = spare_at_exec(m, bprm);
 
 	e = reserve(EVENT_EXEC, tgid, m);
 	if (!e)
 		return 0;
+	e->flags |= spared;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), bprm->filename);
 

@@ -32,6 +32,11 @@ enum event_flag {
 	EVENT_F_CREDS = 1 << 4,
 	/* the root was forked by an armed process: its roots entry names the arm */
 	EVENT_F_ARMED = 1 << 5,
+	/* the kernel spares the process for a keep rule: it exec'd a kept
+	 * program (exec), or it inherits its forker's mark (fork) */
+	EVENT_F_SPARED = 1 << 6,
+	/* only the second fork hook saw the fork: the kernel skipped the first */
+	EVENT_F_CAUGHT = 1 << 7,
 };
 
 /* root.flags */
@@ -46,6 +51,9 @@ enum root_flag {
 	ROOT_F_SPAWNING = 1 << 2,
 	/* forked by an armed process (the arms map): cookie names the arm */
 	ROOT_F_ARMED = 1 << 3,
+	/* a keep rule keeps the whole lineage: every member it forks is born
+	 * spared (MEMBER_F_SPARED), whatever it execs */
+	ROOT_F_KEPT = 1 << 4,
 };
 
 /* member.flags */
@@ -60,6 +68,13 @@ enum member_flag {
 	 * marked before anything is contained: the kernel kills neither it
 	 * nor, by containment, the children it forks */
 	MEMBER_F_SPARED = 1 << 3,
+	/* with MEMBER_F_SPARED, set by the kernel: spared for the program it
+	 * runs, which an exe keep rule of its root keeps (keep_exes). Its
+	 * forks inherit both marks; its exec of another program clears both.
+	 * A mark without this one spares the process whatever it execs. */
+	MEMBER_F_SPARED_EXE = 1 << 4,
+	/* inserted by the second fork hook: the kernel skipped the first */
+	MEMBER_F_CAUGHT = 1 << 5,
 };
 
 /*
@@ -117,6 +132,18 @@ struct arm {
 	__u32 _pad;
 };
 
+/*
+ * A program that an exe keep rule keeps, for one root: the file as the
+ * kernel knows it (its inode number, and its superblock's s_dev in the
+ * kernel's encoding, MAJOR << 20 | MINOR), keyed with the root's pid. The
+ * value of the keep_exes map is the root's start time.
+ */
+struct keep_exe {
+	__u64 ino;
+	__u32 dev;
+	__u32 root_pid;
+};
+
 /* Indexes of the per-CPU stats array. */
 enum stat {
 	STAT_EVENTS_LOST = 0,   /* ring buffer full: an event was dropped */
@@ -130,7 +157,10 @@ enum stat {
 	STAT_STALE = 8,         /* entries whose start time no longer matched */
 	STAT_UNTRACKED_KILLED = 9, /* untracked (map full) and so killed: fail closed */
 	STAT_UID_SPARED = 10,   /* a kill skipped: the invoking user could not signal the process */
-	STAT_MAX = 11,
+	STAT_FORKS_CAUGHT = 11, /* members the second fork hook added: the first was skipped */
+	STAT_CAUGHT_EARLY = 12, /* of those, forks the second hook ran before the first for */
+	STAT_KEPT_AT_EXEC = 13, /* members spared at exec for a kept program */
+	STAT_MAX = 14,
 };
 
 #endif /* LINEAGE_H */

@@ -118,8 +118,29 @@ struct task_struct {
 	char comm[16];
 };
 
+struct super_block {
+	__u32 s_dev; /* dev_t: MAJOR << 20 | MINOR */
+};
+
+struct inode {
+	unsigned long i_ino;
+	struct super_block *i_sb;
+};
+
+struct file {
+	struct inode *f_inode;
+};
+
 struct linux_binprm {
+	struct file *file; /* what runs: for a script, its interpreter */
 	const char *filename;
+};
+
+/* sched_process_fork's record for a classic tracepoint program. Its layout
+ * changed (the comms became __data_loc in 6.x): the offset of child_pid is
+ * relocated like any other field. */
+struct trace_event_raw_sched_process_fork {
+	int child_pid;
 };
 
 #pragma clang attribute pop

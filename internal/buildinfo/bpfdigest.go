@@ -4,4 +4,4 @@ package buildinfo
 
 // CommittedBPF is the digest of the BPF objects committed in
 // internal/loader/bpf, for a binary that embeds none.
-const CommittedBPF = "13fae56c7439"
+const CommittedBPF = "f6a0c6cf5584"

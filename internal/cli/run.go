@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"regexp"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/internal/proc"
 	"github.com/lineage-dev/lineage/internal/reap"
 )
 
@@ -214,8 +214,15 @@ func (o *runOptions) parse(cmd *cobra.Command, getenv func(string) string) error
 	if o.keep, err = policy.ParseKeeps(o.Keep); err != nil {
 		return fmt.Errorf("--keep: %w", err)
 	}
-	// exe rules match the program as named and as resolved, once, now.
-	o.keep = o.keep.Resolve(filepath.EvalSymlinks)
+	// exe rules name their program as resolved, once, now: a path that
+	// names no executable file is refused.
+	procFS, err := proc.Open("/proc")
+	if err != nil {
+		return err
+	}
+	if o.keep, err = o.keep.ResolveExe(procFS.ExeFile); err != nil {
+		return fmt.Errorf("--keep: %w", err)
+	}
 	flagSwitch := policy.ReapingUnset
 	if cmd.Flags().Changed("reaping") {
 		if flagSwitch, err = policy.ParseKillSwitch(o.Reaping); err != nil || flagSwitch == policy.ReapingUnset {

@@ -20,7 +20,7 @@ func TestNewCmdRunParsesFlags(t *testing.T) {
 		return nil
 	})
 	cmd.SetArgs([]string{"--backend", "PROC", "--deadline", "30m", "--linger", "2s", "--grace", "3s",
-		"--keep", "exe:/usr/bin/redis-server", "--reaping", "off", "--interval", "250ms", "--report", "r.json",
+		"--keep", "exe:/bin/sh", "--reaping", "off", "--interval", "250ms", "--report", "r.json",
 		"--", "make", "-j4", "--keep", "test"})
 	cmd.SetOut(&stdout)
 	cmd.SetErr(&stderr)
@@ -38,8 +38,11 @@ func TestNewCmdRunParsesFlags(t *testing.T) {
 	if want := []string{"make", "-j4", "--keep", "test"}; !slices.Equal(got.Command, want) {
 		t.Errorf("command %q, want %q", got.Command, want)
 	}
-	if len(got.keep) != 1 || got.keep[0].String() != "exe:/usr/bin/redis-server" {
+	// An exe rule keeps its text, and names its program to the kernel.
+	if len(got.keep) != 1 || got.keep[0].String() != "exe:/bin/sh" {
 		t.Errorf("keep rules %v", got.keep)
+	} else if _, ok := got.keep[0].File(); !ok {
+		t.Errorf("keep rule %v names no file", got.keep[0])
 	}
 	if !got.reaping.Off {
 		t.Errorf("reaping %v, want off", got.reaping)

@@ -71,14 +71,17 @@ func (r *run) checkBPFFS() Check {
 
 func (r *run) checkTracefs() Check {
 	c := Check{Name: CheckTracefs, Status: Info}
+	// The tp_btf hooks need none; the second fork hook is a classic
+	// tracepoint, found through tracefs.
+	const why = "the second fork hook (full program), which inserts the forks a kernel with preemptible tracepoints skips the first for, attaches through it; the tp_btf hooks need none"
 	if r.mntErr != nil {
-		c.Detail = fmt.Sprintf("unknown (%v); not needed: tp_btf tracepoints attach without tracefs", r.mntErr)
+		c.Detail = fmt.Sprintf("unknown (%v); %s", r.mntErr, why)
 		return c
 	}
 	if at := r.mountpoints("tracefs"); len(at) > 0 {
-		c.Detail = fmt.Sprintf("mounted at %s; not needed: tp_btf tracepoints attach without tracefs", strings.Join(at, ", "))
+		c.Detail = fmt.Sprintf("mounted at %s: %s", strings.Join(at, ", "), why)
 	} else {
-		c.Detail = "not mounted; not needed: tp_btf tracepoints attach without tracefs"
+		c.Detail = "not mounted: " + why + "; without it, forks the first hook skips are adopted from /proc, while their parent lives"
 	}
 	return c
 }

@@ -350,7 +350,7 @@ func TestRefusals(t *testing.T) {
 				write(tb, sys.Root, "proc/self/mountinfo", strings.ReplaceAll(fullMountinfo, "tracefs", "tmpfs"))
 			},
 			check: CheckTracefs, status: Info,
-			detail: []string{"not mounted", "tp_btf tracepoints attach without tracefs"},
+			detail: []string{"not mounted", "the second fork hook", "the tp_btf hooks need none", "adopted from /proc"},
 			bpf:    true,
 		},
 		{

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
@@ -99,7 +98,9 @@ func keeper(rules policy.KeepRules, fs proc.FS) func(lineage.Member) (bool, stri
 		return nil
 	}
 	// The rules came as text: resolve their paths again, as lineage did.
-	rules = rules.Resolve(filepath.EvalSymlinks)
+	// lineage refused those that named no program; one whose program is
+	// gone since still matches by its name.
+	rules, _ = rules.ResolveExe(fs.ExeFile)
 	return func(m lineage.Member) (bool, string) {
 		if exe, err := fs.Exe(int(m.PID)); err == nil && exe != "" {
 			m.Filename = exe

@@ -2,6 +2,7 @@ package job
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/buildinfo"
@@ -132,11 +133,29 @@ func (r *Report) WarnLosses(backendName string) {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("%d %s could not be attributed to one job, and escaped", r.Stats.Unattributed, plural(int(r.Stats.Unattributed), "orphan", "orphans")))
 	}
 	if r.Stats.HookMisses > 0 {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("the kernel skipped %d runs of the tracker's hooks: the record has gaps; a skipped fork was adopted from /proc by parent pid", r.Stats.HookMisses))
+		r.Warnings = append(r.Warnings, hookMissWarning(r.Stats))
 	}
 	if backendName == loader.BackendProc {
 		r.Limits = append(r.Limits, "proc backend: a process that lived and died between two scans is not in the record")
 	}
+}
+
+// hookMissWarning says which of the tracker's hooks the kernel skipped
+// runs of, and what saw the forks the first fork hook missed: the second
+// fork hook, or /proc adoption by parent pid.
+func hookMissWarning(st loader.Stats) string {
+	var parts []string
+	if st.ForkMisses > 0 {
+		parts = append(parts, fmt.Sprintf("%d of the fork hook (the second fork hook added %d %s, /proc adoption %d more)",
+			st.ForkMisses, st.ForksCaught, plural(int(st.ForksCaught), "process", "processes"), st.AdoptedAfterMiss))
+	}
+	if st.CatcherMisses > 0 {
+		parts = append(parts, fmt.Sprintf("%d of the second fork hook", st.CatcherMisses))
+	}
+	if other := st.HookMisses - min(st.HookMisses, st.ForkMisses+st.CatcherMisses); other > 0 {
+		parts = append(parts, fmt.Sprintf("%d of the exec and exit hooks (the record may lack those execs and exits)", other))
+	}
+	return "the kernel skipped runs of the tracker's hooks: " + strings.Join(parts, "; ")
 }
 
 // untrackedWarning says what became of the processes a full membership map

@@ -71,6 +71,16 @@ type Event struct {
 	// them.
 	UID, EUID  uint32
 	CredsKnown bool
+	// Spared is set when the kernel spared the process for a keep rule in
+	// the same hook run: at its exec of a program an exe rule keeps
+	// (EventExec), or born spared from a kept root or a member spared for
+	// its program (EventFork).
+	Spared bool
+	// Caught is set on an EventFork the second fork hook inserted: the
+	// kernel skipped the first (or, where another tool registered the
+	// tracepoint's perf probe first, the second ran before it; the
+	// backend's counters tell the two apart).
+	Caught bool
 }
 
 // ExitStatus is a wait(2) status word: (code << 8) | signal.

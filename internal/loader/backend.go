@@ -71,4 +71,12 @@ type RootOptions struct {
 	// that registered it dies before reaping it (a CI runner's SIGKILL to
 	// the process group, say). BPF backend, kernel 6.13 or later.
 	DieWithSupervisor bool
+	// KeepExes are the programs the root's exe keep rules keep, as the
+	// kernel knows them; KeepLineage says a rule keeps the root's whole
+	// lineage. A [KernelKeeper] applies them from the root's first
+	// instruction on: its exec of a kept program, or any fork of a kept
+	// lineage, is spared in the hook run itself. Others ignore them (their
+	// user space applies the rules).
+	KeepExes    []lineage.FileID
+	KeepLineage bool
 }

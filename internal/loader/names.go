@@ -84,6 +84,23 @@ type Stats struct {
 	// was already running). A missed fork is a process that escaped
 	// tracking, a missed exit a member that stays listed until checked.
 	HookMisses uint64 `json:"hook_misses,omitempty"`
+	// ForkMisses counts, of HookMisses, the first fork hook's: forks the
+	// second fork hook had to insert (ForksCaught), or, where it missed
+	// them too (CatcherMisses) or does not run, /proc adoption
+	// (AdoptedAfterMiss). A fork that all three missed escaped unseen.
+	ForkMisses uint64 `json:"fork_misses,omitempty"`
+	// ForksCaught counts members the second fork hook inserted, the
+	// kernel having skipped the first for their fork.
+	ForksCaught uint64 `json:"forks_caught,omitempty"`
+	// CatcherMisses counts runs of the second fork hook the kernel
+	// skipped (included in HookMisses).
+	CatcherMisses uint64 `json:"catcher_misses,omitempty"`
+	// AdoptedAfterMiss counts members adopted from /proc by parent pid
+	// because the fork hooks had skipped runs: processes no hook saw.
+	AdoptedAfterMiss uint64 `json:"adopted_after_miss,omitempty"`
+	// KeptAtExec counts members the kernel spared at their exec of a
+	// program an exe keep rule keeps.
+	KeptAtExec uint64 `json:"kept_at_exec,omitempty"`
 	// Unattributed counts orphans the proc backend could not attribute to
 	// one spawned root: they escaped (see PollStats.Unattributed).
 	Unattributed uint64 `json:"unattributed,omitempty"`

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -33,9 +34,11 @@ type Keep struct {
 	by  keepBy
 	id  lineage.Identity
 	exe string
-	// resolved is exe with its symlinks resolved, when that differs
-	// (see [KeepRules.Resolve]).
+	// resolved is exe with its symlinks resolved, when that differs, and
+	// file the program as the kernel knows it, when it was resolved (see
+	// [KeepRules.ResolveExe]).
 	resolved string
+	file     lineage.FileID
 }
 
 // KeepIdentity spares the one process id. It fails, wrapping [lineage.ErrInvalid],
@@ -60,11 +63,13 @@ func KeepRoot(root lineage.Identity) (Keep, error) {
 // `lineage run --keep exe:PATH`). exe must be absolute and clean. It is
 // compared as a string, a " (deleted)" suffix ignored, with each path the
 // caller knows for a member's program ([Keep.SparesExe]): the filename its
-// exec named, /proc/PID/exe. Nothing is resolved here; [KeepRules.Resolve]
-// adds the path with its symlinks resolved, so that a rule naming a symlink
-// also matches the program /proc/PID/exe shows. Members that never exec'd,
-// or exec'd a relative path, match an exe rule only through /proc/PID/exe.
-// Errors wrap [lineage.ErrInvalid].
+// exec named, /proc/PID/exe. Nothing is resolved here;
+// [KeepRules.ResolveExe] adds the path with its symlinks resolved, so that
+// a rule naming a symlink also matches the program /proc/PID/exe shows,
+// and the file as the kernel knows it, so that the kernel spares a member
+// at its very exec of it. Members that never exec'd, or exec'd a relative
+// path, match an exe rule only through /proc/PID/exe. Errors wrap
+// [lineage.ErrInvalid].
 func KeepExe(exe string) (Keep, error) {
 	switch {
 	case exe == "":
@@ -174,26 +179,51 @@ func (k Keep) SparesExe(names ...string) bool {
 	return false
 }
 
+// Exe returns the path an exe rule names, as it was given; ok is false for
+// the other rules.
+func (k Keep) Exe() (exe string, ok bool) { return k.exe, k.by == keepExe }
+
+// File returns the program an exe rule keeps as the kernel knows it, when
+// [KeepRules.ResolveExe] resolved it; ok is false otherwise.
+func (k Keep) File() (lineage.FileID, bool) { return k.file, k.by == keepExe && !k.file.IsZero() }
+
 // KeepRules is a set of keep rules; a member is spared when any rule spares
 // it. A nil KeepRules spares nothing.
 type KeepRules []Keep
 
-// Resolve returns the rules with each exe rule's path also resolved by
-// eval (filepath.EvalSymlinks in production), so that a rule naming a
-// symlink (/usr/bin/python3) matches the program the kernel shows
-// (/usr/bin/python3.11). A path eval can't resolve (not there yet) keeps
-// only its own name. It is done once, when the rules are parsed.
-func (r KeepRules) Resolve(eval func(string) (string, error)) KeepRules {
+// ExeResolver resolves the path an exe rule names to the program it
+// keeps: the path with its symlinks followed, and that file as the kernel
+// knows it. It fails for a path that names no executable file.
+// proc.FS.ExeFile is the one lineage uses.
+type ExeResolver func(path string) (resolved string, file lineage.FileID, err error)
+
+// ResolveExe returns the rules with each exe rule's program resolved, once,
+// when the rules are made: the path with its symlinks followed, so that a
+// rule naming a symlink (/usr/bin/python3) matches the program the kernel
+// shows (/usr/bin/python3.11), and the file as the kernel knows it, so that
+// the kernel spares a member at its exec. A rule whose path resolve refuses
+// (no such file, not an executable) stays matched by its name alone, and
+// the error says so, rule by rule: a caller making new rules refuses them
+// (the error wraps [lineage.ErrInvalid]); one restoring old rules, whose
+// program may be gone for now, keeps them.
+func (r KeepRules) ResolveExe(resolve ExeResolver) (KeepRules, error) {
 	out := slices.Clone(r)
+	var errs []error
 	for i, k := range out {
 		if k.by != keepExe {
 			continue
 		}
-		if p, err := eval(k.exe); err == nil && path.IsAbs(p) && path.Clean(p) != k.exe {
+		p, file, err := resolve(k.exe)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w keep rule %s: %w", lineage.ErrInvalid, k, err))
+			continue
+		}
+		out[i].file = file
+		if path.IsAbs(p) && path.Clean(p) != k.exe {
 			out[i].resolved = path.Clean(p)
 		}
 	}
-	return out
+	return out, errors.Join(errs...)
 }
 
 // ParseKeeps reads each value as [ParseKeep] does (as from repeated --keep

@@ -183,21 +183,28 @@ func mustKeep(tb testing.TB, s string) Keep {
 	return k
 }
 
-func TestKeepExeMatchesTheProgramAsUsersNameIt(t *testing.T) {
-	eval := func(p string) (string, error) {
-		switch p {
-		case "/usr/bin/python3":
-			return "/usr/bin/python3.11", nil
-		case "/opt/tool":
-			return "/opt/tool", nil
-		}
-		return "", errors.New("no such file")
+// fakeResolver resolves two programs: /usr/bin/python3, a symlink to
+// /usr/bin/python3.11, and /opt/tool.
+func fakeResolver(p string) (string, lineage.FileID, error) {
+	switch p {
+	case "/usr/bin/python3":
+		return "/usr/bin/python3.11", lineage.FileID{Dev: lineage.KernelDev(8, 1), Ino: 311}, nil
+	case "/opt/tool":
+		return "/opt/tool", lineage.FileID{Dev: lineage.KernelDev(8, 1), Ino: 7}, nil
 	}
+	return "", lineage.FileID{}, errors.New(p + ": no such file")
+}
+
+func TestKeepExeMatchesTheProgramAsUsersNameIt(t *testing.T) {
 	rules, err := ParseKeeps([]string{"exe:/usr/bin/python3", "exe:/opt/tool", "exe:/not/there/yet"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules = rules.Resolve(eval)
+	// A program not there yet is refused, and said; the others resolve.
+	rules, err = rules.ResolveExe(fakeResolver)
+	if !errors.Is(err, lineage.ErrInvalid) || !strings.Contains(err.Error(), "keep rule exe:/not/there/yet: /not/there/yet: no such file") {
+		t.Errorf("ResolveExe: %v, want the missing program refused by name", err)
+	}
 	for _, c := range []struct {
 		names []string
 		want  string
@@ -234,7 +241,39 @@ func TestKeepExeMatchesTheProgramAsUsersNameIt(t *testing.T) {
 		t.Errorf("text form %q", rules[0])
 	}
 	id, _ := ParseKeep("5@5")
-	if (KeepRules{id}).Resolve(eval)[0] != id {
-		t.Error("Resolve changed an identity rule")
+	if got, err := (KeepRules{id}).ResolveExe(fakeResolver); err != nil || got[0] != id {
+		t.Errorf("ResolveExe changed an identity rule: %v, %v", got, err)
+	}
+}
+
+func TestResolvedExeRulesNameTheirFileToTheKernel(t *testing.T) {
+	rules, err := ParseKeeps([]string{"exe:/usr/bin/python3", "exe:/opt/tool", "root:5@5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range rules {
+		if f, ok := k.File(); ok {
+			t.Errorf("%s names file %v before it is resolved", k, f)
+		}
+	}
+	rules, err = rules.ResolveExe(fakeResolver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []lineage.FileID{{Dev: 8<<20 | 1, Ino: 311}, {Dev: 8<<20 | 1, Ino: 7}, {}} {
+		got, ok := rules[i].File()
+		if got != want || ok != !want.IsZero() {
+			t.Errorf("%s: file %v, %v; want %v", rules[i], got, ok, want)
+		}
+	}
+	if exe, ok := rules[0].Exe(); !ok || exe != "/usr/bin/python3" {
+		t.Errorf("Exe() = %q, %v: want the path as given", exe, ok)
+	}
+	if _, ok := rules[2].Exe(); ok {
+		t.Error("a root rule says it names a program")
+	}
+	// Resolved or not, a rule keeps its text form (the API's name for it).
+	if rules[0].String() != "exe:/usr/bin/python3" {
+		t.Errorf("text form %q", rules[0])
 	}
 }

@@ -4,6 +4,7 @@ package reap
 
 import (
 	"bytes"
+	"errors"
 	"context"
 	"fmt"
 	"os"
@@ -488,4 +489,97 @@ func TestFakeOutOfPins(t *testing.T) {
 	if len(rep.Survivors) > 0 || len(s.pins) > 0 {
 		t.Errorf("survivors %v, pins left %d", rep.Survivors, len(s.pins))
 	}
+}
+
+// When the last live members exit on their TERM, the reaper lists the Source
+// again at once to confirm the lineage is empty: it does not sit out a poll
+// interval waiting for exits that can no longer come.
+func TestFakeLastExitNeedsNoPoll(t *testing.T) {
+	f := newFakeProc(t)
+	s := newFakeSignaler(f)
+	s.react = func(pid int, sig syscall.Signal) bool { return sig == syscall.SIGTERM }
+	var ids []lineage.Identity
+	for i := range 3 {
+		ids = append(ids, f.add(fakeProcess{pid: 40100 + i, start: 5000}))
+	}
+	poll := 50 * time.Millisecond
+	given := func() (lineage.Containment, error) { return "kernel", nil }
+	rep, out := fakeReap(t, f, s, listed(s, ids...), Options{Grace: time.Second, Poll: poll, Contain: given})
+	for _, id := range ids {
+		if o := out[id]; o.Result != lineage.Terminated {
+			t.Errorf("%s: %s, want terminated", id, o.Result)
+		}
+	}
+	if rep.Phases.Terminate >= poll {
+		t.Errorf("the terminate phase took %v on the reaper's clock: it waited out the poll interval %v after the last exit", rep.Phases.Terminate, poll)
+	}
+}
+
+// With Options.Inspect, the members admitted together are checked with one
+// call, and its answer is the check's: here it says each pid now names a
+// process started later than the member (a stranger), so none is
+// signalled. When Inspect fails, the reap says so and reads /proc instead.
+func TestFakeInspect(t *testing.T) {
+	given := func() (lineage.Containment, error) { return "kernel", nil }
+	obeys := func(pid int, sig syscall.Signal) bool { return sig == syscall.SIGTERM }
+	setup := func(t *testing.T) (*fakeProc, *fakeSignaler, []lineage.Identity) {
+		f := newFakeProc(t)
+		s := newFakeSignaler(f)
+		s.react = obeys
+		var ids []lineage.Identity
+		for i := range 3 {
+			ids = append(ids, f.add(fakeProcess{pid: 40200 + i, start: 5000}))
+		}
+		return f, s, ids
+	}
+	t.Run("its answer decides", func(t *testing.T) {
+		f, s, ids := setup(t)
+		var calls [][]uint32
+		inspect := func(pids []uint32, out []lineage.Stat) error {
+			calls = append(calls, slices.Clone(pids))
+			for i, pid := range pids {
+				st, err := readFakeStat(f, pid)
+				if err != nil {
+					return err
+				}
+				st.StartTicks = 9999 // a stranger has the pid now
+				out[i] = st
+			}
+			return nil
+		}
+		rep, out := fakeReap(t, f, s, listed(s, ids...), Options{Grace: time.Second, Contain: given, Inspect: inspect})
+		for _, id := range ids {
+			if o := out[id]; o.Result != lineage.Vanished || len(s.sent[int(id.PID)]) > 0 {
+				t.Errorf("%s: %s (%s), signaller saw %v; want vanished, nothing sent", id, o.Result, o.Reason, s.sent[int(id.PID)])
+			}
+		}
+		if len(calls) != 1 || len(calls[0]) != len(ids) {
+			t.Errorf("Inspect calls %v, want one with the %d members", calls, len(ids))
+		}
+		if len(rep.Warnings) > 0 {
+			t.Errorf("warnings %q", rep.Warnings)
+		}
+	})
+	t.Run("failing, /proc instead", func(t *testing.T) {
+		f, s, ids := setup(t)
+		calls := 0
+		inspect := func([]uint32, []lineage.Stat) error { calls++; return errors.New("no batch check here") }
+		rep, out := fakeReap(t, f, s, listed(s, ids...), Options{Grace: time.Second, Contain: given, Inspect: inspect})
+		for _, id := range ids {
+			if o := out[id]; o.Result != lineage.Terminated {
+				t.Errorf("%s: %s (%s), want terminated", id, o.Result, o.Reason)
+			}
+		}
+		if calls != 1 || len(rep.Warnings) != 1 || !strings.Contains(rep.Warnings[0], "no batch check here") {
+			t.Errorf("%d calls, warnings %q; want one call and one warning naming the error", calls, rep.Warnings)
+		}
+	})
+}
+
+func readFakeStat(f *fakeProc, pid uint32) (lineage.Stat, error) {
+	b, err := os.ReadFile(filepath.Join(f.root, strconv.Itoa(int(pid)), "stat"))
+	if err != nil {
+		return lineage.Stat{}, err
+	}
+	return lineage.ParseStat(int(pid), b, "")
 }

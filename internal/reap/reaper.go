@@ -28,6 +28,10 @@ type reaper struct {
 	// gen moves on before every admission and every wait: a stat read in
 	// an earlier generation is stale and must be read again at the signal.
 	gen uint64
+	// inspected holds the stats prefetch read in generation inspectedGen,
+	// each until a check takes it.
+	inspected    map[uint32]lineage.Stat
+	inspectedGen uint64
 	// round numbers the stop passes of the stop containment.
 	round    int
 	stopMode bool
@@ -166,7 +170,14 @@ func (r *reaper) stopSet(ctx context.Context) error {
 		if err := r.await(0); err != nil {
 			return err
 		}
+		var unstopped []*victim
 		for _, v := range r.liveVictims() {
+			if v.stopRound != r.round {
+				unstopped = append(unstopped, v)
+			}
+		}
+		r.prefetch(unstopped)
+		for _, v := range unstopped {
 			stop(v)
 		}
 		if stopped == 0 {
@@ -226,6 +237,7 @@ func (r *reaper) kill(ctx context.Context) error {
 		}
 		empty = 0
 		r.gen++
+		r.prefetch(targets)
 		for _, v := range targets {
 			if _, ok := r.check(v); ok {
 				r.send(v, syscall.SIGKILL)
@@ -273,6 +285,9 @@ func (r *reaper) watch(ctx context.Context, deadline time.Duration, fresh func(*
 		if err := r.halt(ctx); err != nil {
 			return err
 		}
+		if r.live == 0 {
+			continue // the last ones just went: list again now, not after a poll
+		}
 		if err := r.await(min(r.opts.Poll-(now-listed), deadline-now)); err != nil {
 			return err
 		}
@@ -307,7 +322,9 @@ func (r *reaper) abort(cause error) {
 	}
 	r.pending = nil
 	r.gen++
-	for _, v := range r.liveVictims() {
+	live := r.liveVictims()
+	r.prefetch(live)
+	for _, v := range live {
 		if _, ok := r.check(v); ok {
 			r.send(v, syscall.SIGKILL)
 		}

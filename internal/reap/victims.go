@@ -56,13 +56,20 @@ func (r *reaper) list(fresh func(*victim)) error {
 	// the signal: the pidfd opened before it can't come to name another
 	// process, so the batch's few milliseconds change nothing it saw.
 	r.gen++
-	admitted := waiting[:0:0]
+	pinned := waiting[:0:0]
 	for _, v := range waiting {
-		if !r.admit(v) {
+		if !r.pin(v) {
 			r.pending = append(r.pending, v)
 			continue
 		}
 		if v.live {
+			pinned = append(pinned, v)
+		}
+	}
+	r.prefetch(pinned)
+	admitted := pinned[:0]
+	for _, v := range pinned {
+		if r.judge(v); v.live {
 			admitted = append(admitted, v)
 		}
 	}
@@ -102,11 +109,23 @@ func (r *reaper) liveVictims() []*victim {
 	return out
 }
 
-// admit takes in a member seen for the first time: it pins it, reads its
-// command line, checks its identity and the protected set, and asks Keep. It
-// returns false when the member must wait for a later pass: out of file
-// descriptors for pins, with pinned members still to end.
+// admit takes in a member seen for the first time: it pins it, then judges
+// it. It returns false when the member must wait for a later pass: out of
+// file descriptors for pins, with pinned members still to end.
 func (r *reaper) admit(v *victim) bool {
+	if !r.pin(v) {
+		return false
+	}
+	if v.live {
+		r.judge(v)
+	}
+	return true
+}
+
+// pin is the first half of admit: unless the identity alone is refused, it
+// pins the member and reads its command line when the Source had none. It
+// returns false as admit does.
+func (r *reaper) pin(v *victim) bool {
 	m := v.out.Member
 	if reason := r.guard.refuseIdentity(m.Identity); reason != "" {
 		r.end(v, lineage.Refused, reason)
@@ -134,11 +153,17 @@ func (r *reaper) admit(v *victim) bool {
 		v.argv, _ = r.proc.Argv(int(m.PID))
 		v.procArgv = true
 	}
+	return true
+}
+
+// judge is the second half of admit, for a member just pinned: it checks
+// its identity and the protected set, and asks Keep.
+func (r *reaper) judge(v *victim) {
 	if _, ok := r.check(v); !ok {
-		return true
+		return
 	}
 	if r.opts.Keep != nil {
-		km := m
+		km := v.out.Member
 		km.Argv = v.out.Argv
 		if keep, why := r.opts.Keep(km); keep {
 			if why == "" {
@@ -147,7 +172,6 @@ func (r *reaper) admit(v *victim) bool {
 			r.end(v, lineage.Kept, why)
 		}
 	}
-	return true
 }
 
 // open pins pid; when out of file descriptors it collects the exits so far,
@@ -177,7 +201,7 @@ func (r *reaper) check(v *victim) (lineage.Stat, bool) {
 		return v.stat, true
 	}
 	pid := int(v.id.PID)
-	st, err := r.stats.Stat(pid)
+	st, err := r.readStat(pid)
 	if err != nil {
 		if errors.Is(r.sig.Send(v.pin, 0), lineage.ErrNoProcess) {
 			r.ended(v) // gone
@@ -231,6 +255,51 @@ func (r *reaper) check(v *victim) (lineage.Stat, bool) {
 	}
 	v.stat, v.statGen = st, r.gen
 	return st, true
+}
+
+// prefetch reads, with one call of Options.Inspect, the stats that the
+// checks of vs in this generation would read from /proc one by one. Each of
+// vs is pinned already: a stat read after the pin tells whose the pin is.
+// If Inspect fails, the reap reads /proc from then on, and says so.
+func (r *reaper) prefetch(vs []*victim) {
+	if r.opts.Inspect == nil {
+		return
+	}
+	pids := make([]uint32, 0, len(vs))
+	for _, v := range vs {
+		if v.live && (v.statGen == 0 || v.statGen != r.gen) {
+			pids = append(pids, v.id.PID)
+		}
+	}
+	if len(pids) == 0 {
+		return
+	}
+	out := make([]lineage.Stat, len(pids))
+	if err := r.opts.Inspect(pids, out); err != nil {
+		r.warn("inspect: %v; each member's stat is read from %s instead", err, r.opts.ProcRoot)
+		r.opts.Inspect = nil
+		return
+	}
+	clear(r.inspected)
+	for i, pid := range pids {
+		r.inspected[pid] = out[i]
+	}
+	r.inspectedGen = r.gen
+}
+
+// readStat is pid's stat as prefetch read it in this generation, or else
+// as /proc shows it now.
+func (r *reaper) readStat(pid int) (lineage.Stat, error) {
+	if r.inspectedGen == r.gen {
+		if st, ok := r.inspected[uint32(pid)]; ok {
+			delete(r.inspected, uint32(pid))
+			if st.PID == 0 {
+				return st, fmt.Errorf("inspect pid %d: %w", pid, lineage.ErrNoProcess)
+			}
+			return st, nil
+		}
+	}
+	return r.stats.Stat(pid)
 }
 
 // send signals v, which check has just passed.

@@ -57,6 +57,10 @@ func (s *Server) addRoot(r *http.Request, p Peer) (int, any, error) {
 // sessionForRoot returns the session a new root joins, opening it when it
 // doesn't exist.
 func (s *Server) sessionForRoot(req AddRoot, p Peer) (*session, bool, error) {
+	var err error
+	if req.Keep, err = s.resolveKeeps(req.Keep); err != nil {
+		return nil, false, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.sessions[req.Session]; ok {

@@ -3,7 +3,6 @@ package server
 import (
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -141,17 +140,27 @@ func (s *Server) newSession(req OpenSession, p Peer) (*session, error) {
 		id: req.ID, kind: parseKind(req.Kind), label: req.Label, parent: req.Parent, owner: req.Owner,
 		selfClose: req.SelfClose, uid: p.UID, opened: time.Now(), roots: make(map[lineage.Identity]*root),
 	}
-	// exe rules match the program as named and as resolved, once, now.
-	for _, k := range policy.KeepRules(req.Keep).Resolve(filepath.EvalSymlinks) {
+	// exe rules come resolved (resolveKeeps).
+	for _, k := range req.Keep {
 		se.keeps = append(se.keeps, keep{rule: k})
 	}
 	s.sessions[se.id] = se
 	return se, nil
 }
 
+// resolveKeeps resolves the exe rules a session opens with, once, before
+// the session exists: each names its program as resolved, and one whose
+// path names no executable file is refused.
+func (s *Server) resolveKeeps(rules []policy.Keep) ([]policy.Keep, error) {
+	return policy.KeepRules(rules).ResolveExe(s.proc.ExeFile)
+}
+
 func (s *Server) openSession(r *http.Request, p Peer) (int, any, error) {
 	req, err := DecodeOpenSession(r.Body)
 	if err != nil {
+		return 0, nil, err
+	}
+	if req.Keep, err = s.resolveKeeps(req.Keep); err != nil {
 		return 0, nil, err
 	}
 	if req.Owner != nil {

@@ -367,8 +367,13 @@ func (s *Server) restoreSession(ss Session) *session {
 			continue
 		}
 		// exe rules match the program as named and as resolved: resolved
-		// again, as at the session's open.
-		kept := keep{rule: policy.KeepRules{rule}.Resolve(filepath.EvalSymlinks)[0]}
+		// again, as at the session's open. One whose program is gone for
+		// now still matches by its name.
+		resolved, err := policy.KeepRules{rule}.ResolveExe(s.proc.ExeFile)
+		if err != nil {
+			s.note("lineage: session %s: %v: kept, matched by its name alone\n", se.id, err)
+		}
+		kept := keep{rule: resolved[0]}
 		if k.Expires != nil {
 			kept.expires = *k.Expires
 		}

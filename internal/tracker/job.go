@@ -25,8 +25,10 @@ type Job struct {
 	child   *job.Root
 	started time.Time
 	rep     job.Report
-	// spared holds the members marked spared in the kernel (spare.go).
+	// spared holds the members marked spared in the kernel (spare.go);
+	// exes what the kernel was told of its exe rules (keepexe.go).
 	spared sync.Map
+	exes   *exeKeeps
 	// keeps applies the keep rules and remembers which ever matched; nil
 	// without rules (see keeper).
 	keeps    *keepTally
@@ -37,15 +39,20 @@ type Job struct {
 // Every use shares one tally, so a rule that spared a process anywhere
 // counts as matched. Safe for concurrent use.
 func (j *Job) keeper() func(lineage.Member) (bool, string) {
+	if j.tally() == nil {
+		return nil
+	}
+	return j.keeps.keep
+}
+
+// tally is the job's one keep tally, or nil without rules.
+func (j *Job) tally() *keepTally {
 	j.keepOnce.Do(func() {
 		if len(j.keep) > 0 {
 			j.keeps = newKeepTally(j.keep, j.t.tree, j.t.proc)
 		}
 	})
-	if j.keeps == nil {
-		return nil
-	}
-	return j.keeps.keep
+	return j.keeps
 }
 
 // Close stops tracking the job's lineage, and the tracker forgets what it
@@ -83,7 +90,7 @@ func (j *Job) Reap(ctx context.Context, d policy.Decision, opts job.ReapOptions)
 	}
 	// Before anything is contained: what the rules spare, the kernel
 	// must spare too.
-	j.markSpared(j.keeper(), refuser(t.caller, j.root, t.proc))
+	j.markSpared(j.tally(), refuser(t.caller, j.root, t.proc))
 	// The report shows how each reaped member ended: keep their exits.
 	t.tree.SetPruning(false)
 	// The members that come back to lineage as orphans die as its
@@ -96,6 +103,7 @@ func (j *Job) Reap(ctx context.Context, d policy.Decision, opts job.ReapOptions)
 		Contain: func() (lineage.Containment, error) { return t.backend.Contain(j.root) },
 		Keep:    j.keeper(),
 		Refuse:  refuser(t.caller, j.root, t.proc),
+		Inspect: t.inspector(),
 	})
 	resume()
 	j.rep.Reap = &r
@@ -142,6 +150,7 @@ func (j *Job) Report() *job.Report {
 		j.child.Fill(&j.rep)
 	}
 	j.rep.Fill(j.t.tree)
+	j.rep.Warnings = append(j.rep.Warnings, j.exes.changes()...)
 	if st, err := j.t.backend.Stats(); err == nil {
 		j.rep.Stats = st
 		j.rep.WarnLosses(j.t.choice.Backend)

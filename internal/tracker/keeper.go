@@ -25,10 +25,20 @@ func newKeepTally(rules policy.KeepRules, tree *lineage.Tree, procFS proc.FS) *k
 	return &keepTally{rules: rules, tree: tree, proc: procFS, used: make(map[int]bool)}
 }
 
-// keep is the reaper's Keep: an exe rule matches the file the member's last
-// exec named (as the backend recorded it) or the executable the kernel
-// shows for it now; the other rules match the member itself.
+// keep is the reaper's Keep (see match).
 func (k *keepTally) keep(m lineage.Member) (bool, string) {
+	rule, ok := k.match(m)
+	if !ok {
+		return false, ""
+	}
+	return true, "kept by --keep " + rule.String()
+}
+
+// match returns the first rule that keeps m: an exe rule matches the file
+// the member's last exec named (as the backend recorded it) or the
+// executable the kernel shows for it now; the other rules match the
+// member itself.
+func (k *keepTally) match(m lineage.Member) (policy.Keep, bool) {
 	if known, ok := k.tree.Get(m.Identity); ok && m.Filename == "" {
 		m.Filename = known.Filename
 	}
@@ -38,10 +48,10 @@ func (k *keepTally) keep(m lineage.Member) (bool, string) {
 			k.mu.Lock()
 			k.used[i] = true
 			k.mu.Unlock()
-			return true, "kept by --keep " + rule.String()
+			return rule, true
 		}
 	}
-	return false, ""
+	return policy.Keep{}, false
 }
 
 // unused says which rules spared nothing.

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/proc"
 )
@@ -46,4 +47,17 @@ func refuser(caller policy.Caller, root lineage.Identity, procFS proc.FS) func(l
 		}
 		return policy.Protect(caller, root, c)
 	}
+}
+
+// inspector is the backend's batch check for the reaper (loader.Inspector),
+// or nil where it has none: the reaper then reads /proc per member.
+func (t *Tracker) inspector() func([]uint32, []lineage.Stat) error {
+	in, ok := t.backend.(loader.Inspector)
+	if !ok {
+		return nil
+	}
+	if works, _ := in.Inspects(); !works {
+		return nil
+	}
+	return in.Inspect
 }

@@ -75,6 +75,8 @@ func WriteLosses(w *record.Writer, st loader.Stats) {
 	_ = w.LossOf(st.Undecodable, "undecodable")
 	_ = w.LossOf(st.MembersFull, "untracked: the membership map was full")
 	_ = w.LossOf(st.Unattributed, "unattributed orphans")
+	_ = w.LossOf(st.AdoptedAfterMiss, "forks no hook saw: adopted from /proc")
+	_ = w.LossOf(st.HookMisses-min(st.HookMisses, st.ForkMisses+st.CatcherMisses), "exec and exit hook runs the kernel skipped")
 }
 
 // backendLimits says what a backend can't see, for the record's header.
@@ -134,6 +136,16 @@ func (r *recorder) leaks(j *Job, end job.End) {
 		if m.Identity != j.root {
 			_ = r.w.Leak(withTree(m, j.t.tree), endReason(end))
 		}
+	}
+}
+
+// kept records that a keep rule keeps m, and why, if m is of the
+// recorded lineage.
+func (r *recorder) kept(m lineage.Member, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m.Root == r.root {
+		_ = r.w.Keep(m, reason)
 	}
 }
 

@@ -20,6 +20,7 @@ type settlement struct {
 	rep    *job.Report
 	reap   bool
 	keep   func(lineage.Member) (bool, string) // nil: no rules
+	tally  *keepTally                          // keep's, nil with it
 	refuse func(lineage.Member, lineage.Stat) (string, bool)
 }
 
@@ -76,7 +77,8 @@ func (j *Job) settlement(opts SettleOptions) *settlement {
 		return "", false
 	}
 	if len(keep) > 0 {
-		s.keep = newKeepTally(keep, t.tree, t.proc).keep
+		s.tally = newKeepTally(keep, t.tree, t.proc)
+		s.keep = s.tally.keep
 	}
 	return s
 }
@@ -152,7 +154,7 @@ func (t *Tracker) reapAll(ctx context.Context, roots []lineage.Identity, byRoot 
 		}
 		for _, r := range roots {
 			s := byRoot[r]
-			s.j.markSparedAmong(all[r], s.keep, s.refuse)
+			s.j.markSparedAmong(all[r], s.tally, s.refuse)
 		}
 	}
 	r, err := reap.Reap(ctx, t.sourceOf(roots), reap.Options{
@@ -172,6 +174,7 @@ func (t *Tracker) reapAll(ctx context.Context, roots []lineage.Identity, byRoot 
 			}
 			return fmt.Sprintf("not of a root being settled (root %s)", m.Root), true
 		},
+		Inspect: t.inspector(),
 	})
 	parts := splitReap(r, roots)
 	for _, root := range roots {

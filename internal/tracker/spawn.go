@@ -23,7 +23,9 @@ func (t *Tracker) Spawn(s job.Spec) (*Job, error) {
 	// A job that exits at once stays a zombie, and so visible, until the
 	// backend has registered it.
 	release := t.children.Hold()
-	root, err := t.backend.Spawn(cmd, loader.RootOptions{DieWithSupervisor: dieWithUs})
+	// The kernel keeps what the exe rules keep from the root's first exec.
+	exes := newExeKeeps(s.Keep, t.proc.ExeFile)
+	root, err := t.backend.Spawn(cmd, loader.RootOptions{DieWithSupervisor: dieWithUs, KeepExes: exes.files()})
 	release()
 	if err != nil {
 		if g != nil {
@@ -35,11 +37,11 @@ func (t *Tracker) Spawn(s job.Spec) (*Job, error) {
 		g = t.startGuardian(s, false)
 	}
 	t.guard(g, root)
-	j := &Job{t: t, root: root, keep: s.Keep, started: started}
+	j := &Job{t: t, root: root, keep: s.Keep, started: started, exes: exes}
 	notes := job.Notes{Log: t.log, Verbose: t.verbose}
 	j.child = job.NewRoot(root, s.Command, started, t.children.Wait(int(root.PID)), term, notes)
 	t.jobs.Store(root, j)
-	j.markSpared(j.keeper(), refuser(t.caller, root, t.proc))
+	j.markSpared(j.tally(), refuser(t.caller, root, t.proc))
 	j.rep = job.Report{Command: s.Command, Root: root, Backend: t.choice, Started: started}
 	return j, nil
 }

@@ -645,6 +645,7 @@ for a in "${arches[@]}"; do
 				$1 == "KMATRIX-BEGIN" && $2 == name { in_ = 1; next }
 				in_ && $1 == "KMATRIX-END" { in_ = 0 }
 				in_ && /^ *--- (PASS|FAIL|SKIP): / { sub(/^ +/, ""); print "      " $0 }
+				in_ && /^ +[a-z_0-9]+\.go:[0-9]+: storm: / { sub(/^ +[a-z_0-9]+\.go:[0-9]+: /, ""); print "        " $0 }
 				in_ && failed && /^ +[a-z_0-9]+\.go:[0-9]+: / && shown < 4 { sub(/^ +/, ""); print "        " substr($0, 1, 240); shown++ }' "$vmlog" | tee -a "$summary"
 		done <"$plan"
 	done

@@ -274,6 +274,10 @@ func TestRunRefusesBadInputAndStartsNothing(t *testing.T) {
 	dir := t.TempDir()
 	witness := filepath.Join(dir, "ran")
 	job := []string{"--", "sh", "-c", "touch " + witness}
+	notes := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(notes, []byte("not a program\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		env  []string
@@ -288,6 +292,9 @@ func TestRunRefusesBadInputAndStartsNothing(t *testing.T) {
 		{"negative deadline", nil, []string{"--deadline", "-1s"}, "deadline"},
 		{"bad keep rule", nil, []string{"--keep", "exe:relative/path"}, "keep"},
 		{"keep rule for pid 1", nil, []string{"--keep", "1@5"}, "keep"},
+		{"keep rule for no file", nil, []string{"--keep", "exe:" + dir + "/missing"}, "--keep: invalid keep rule exe:" + dir + "/missing: " + dir + "/missing: no such file"},
+		{"keep rule for no program", nil, []string{"--keep", "exe:" + notes}, "notes.txt is not executable (mode 0644)"},
+		{"keep rule for a directory", nil, []string{"--keep", "exe:" + dir}, "is a directory, not a program"},
 		{"bad --reaping", nil, []string{"--reaping", "maybe"}, "reaping"},
 		{"bad kill switch", []string{"LINEAGE_REAPING=maybe"}, nil, "LINEAGE_REAPING"},
 		{"tiny map", nil, []string{"--max-members", "1"}, "max-members"},

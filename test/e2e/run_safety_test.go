@@ -230,13 +230,17 @@ func TestRunKeepExeThroughSymlinkAndUpgrade(t *testing.T) {
 			if err := os.WriteFile(mine, raw, 0o755); err != nil {
 				t.Fatal(err)
 			}
+			unused := filepath.Join(dir, "unused-"+mark)
+			if err := os.WriteFile(unused, raw, 0o755); err != nil {
+				t.Fatal(err)
+			}
 			s := testutil.Sleep(mark)
 			// One sleep runs by its real path, one runs mysleep, which is
 			// then upgraded (replaced) while it runs.
 			script := fmt.Sprintf("setsid %[2]s %[1]s >/dev/null 2>&1 & setsid %[3]s %[1]s >/dev/null 2>&1 & sleep 0.3; cp %[3]s %[3]s.new && mv %[3]s.new %[3]s; sleep 0.1",
 				s, sleepPath, mine)
 			cmd := lineageCmd("run", "--backend", backend, "--grace", "1s",
-				"--keep", "exe:"+link, "--keep", "exe:"+mine, "--keep", "exe:/nonexistent/"+mark,
+				"--keep", "exe:"+link, "--keep", "exe:"+mine, "--keep", "exe:"+unused,
 				"--", "sh", "-c", script)
 			outb, err := cmd.CombinedOutput()
 			if err != nil {
@@ -251,7 +255,7 @@ func TestRunKeepExeThroughSymlinkAndUpgrade(t *testing.T) {
 			if len(left) != 2 {
 				t.Errorf("%d sleepers left, want both kept; output:\n%s", len(left), outb)
 			}
-			if !strings.Contains(string(outb), "--keep exe:/nonexistent/"+mark+" matched no process") {
+			if !strings.Contains(string(outb), "--keep exe:"+unused+" matched no process") {
 				t.Errorf("the rule that matched nothing is not reported:\n%s", outb)
 			}
 		})

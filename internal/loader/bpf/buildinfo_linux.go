@@ -7,4 +7,5 @@ import "github.com/lineage-dev/lineage/internal/buildinfo"
 func init() {
 	buildinfo.AddBPFObject("lineage", _LineageBytes)
 	buildinfo.AddBPFObject("lineagecompat", _LineageCompatBytes)
+	buildinfo.AddBPFObject("inspect", _InspectBytes)
 }

@@ -44,6 +44,8 @@ func decode(raw []byte) (lineage.Event, error) {
 		Untracked:     e.Flags&lineageEventFlagEVENT_F_UNTRACKED != 0,
 		Contained:     e.Flags&lineageEventFlagEVENT_F_CONTAINED != 0,
 		ArgvTruncated: e.Flags&lineageEventFlagEVENT_F_ARGS_TRUNCATED != 0,
+		Spared:        e.Flags&lineageEventFlagEVENT_F_SPARED != 0,
+		Caught:        e.Flags&lineageEventFlagEVENT_F_CAUGHT != 0,
 	}
 	switch e.Kind {
 	case lineageEventKindEVENT_FORK:

@@ -9,7 +9,7 @@ import (
 // The front prints the digest of the objects the tracker embeds: the
 // constant it reads must be theirs. `make generate` rewrites it.
 func TestCommittedBPFDigest(t *testing.T) {
-	got := buildinfo.Digest(map[string][]byte{"lineage": _LineageBytes, "lineagecompat": _LineageCompatBytes})
+	got := buildinfo.Digest(map[string][]byte{"lineage": _LineageBytes, "lineagecompat": _LineageCompatBytes, "inspect": _InspectBytes})
 	if buildinfo.CommittedBPF != got {
 		t.Fatalf("buildinfo.CommittedBPF = %q, the embedded objects' digest is %q: run make generate", buildinfo.CommittedBPF, got)
 	}

@@ -29,7 +29,11 @@ func (b *Tracker) Stats() (loader.Stats, error) {
 		lineageStatSTAT_STALE:            &st.Stale,
 		lineageStatSTAT_UNTRACKED_KILLED: &st.UntrackedKilled,
 		lineageStatSTAT_UID_SPARED:       &st.UIDSpared,
+		lineageStatSTAT_FORKS_CAUGHT:     &st.ForksCaught,
+		lineageStatSTAT_KEPT_AT_EXEC:     &st.KeptAtExec,
 	}
+	var early uint64
+	fields[lineageStatSTAT_CAUGHT_EARLY] = &early
 	for key, dst := range fields {
 		var perCPU []uint64
 		if err := b.objs.Stats.Lookup(key, &perCPU); err != nil {
@@ -39,16 +43,26 @@ func (b *Tracker) Stats() (loader.Stats, error) {
 			*dst += v
 		}
 	}
-	for _, p := range []*ebpf.Program{b.objs.HandleFork, b.objs.HandleExec, b.objs.HandleExit} {
+	// Forks the second hook ran first for (another user of the tracepoint
+	// registered its probe before) were not skipped by the first.
+	st.ForksCaught -= min(early, st.ForksCaught)
+	for _, p := range []*ebpf.Program{b.objs.HandleFork, b.objs.HandleExec, b.objs.HandleExit, b.objs.CatchFork} {
 		if p == nil {
-			continue // a Handoff holds maps only
+			continue // a Handoff holds maps only; the second fork hook may not run
 		}
 		ps, err := p.Stats()
 		if err != nil {
 			return loader.Stats{}, fmt.Errorf("read program stats: %w", err)
 		}
 		st.HookMisses += ps.RecursionMisses
+		switch p {
+		case b.objs.HandleFork:
+			st.ForkMisses = ps.RecursionMisses
+		case b.objs.CatchFork:
+			st.CatcherMisses = ps.RecursionMisses
+		}
 	}
+	st.AdoptedAfterMiss = b.adopted.Load()
 	return st, nil
 }
 

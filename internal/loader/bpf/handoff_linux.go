@@ -33,6 +33,13 @@ func (b *Tracker) HandoffFiles() ([]*os.File, error) {
 		}
 		fds = append(fds, raw.FD())
 	}
+	if b.catcher != nil {
+		raw, ok := b.catcher.(interface{ FD() int })
+		if !ok {
+			return nil, fmt.Errorf("handoff: link %T has no descriptor", b.catcher)
+		}
+		fds = append(fds, raw.FD())
+	}
 	files := make([]*os.File, 0, len(fds))
 	for _, fd := range fds {
 		dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)

@@ -24,6 +24,10 @@ var layoutFingerprints = map[uint32]string{
 	// EVENT_F_ARMED. A layout 1 set migrates: its roots and members have
 	// the same sizes, and its roots' padding was zero.
 	2: "1c814fe93b7b80618b42555abe296773479c68488beba870d7b37c174b5d3b04",
+	// Layout 3: the keep_exes map and the kernel's own spare marks
+	// (ROOT_F_KEPT, MEMBER_F_SPARED_EXE, MEMBER_F_CAUGHT, EVENT_F_SPARED,
+	// EVENT_F_CAUGHT, the stats of the second fork hook and of the keeps).
+	3: "e959214ce652c7feea8e505b89c4044ddfa5c9c231327b4bd00d1f288af316c7",
 }
 
 func TestLayoutVersionNamesTheLayout(t *testing.T) {
@@ -57,7 +61,7 @@ func describeLayout(t *testing.T, b *strings.Builder, spec *ebpf.CollectionSpec)
 			describeType(b, m.Value)
 		}
 	}
-	for _, name := range []string{"event", "member", "root"} {
+	for _, name := range []string{"event", "member", "root", "keep_exe"} {
 		var s *btf.Struct
 		if err := spec.Types.TypeByName(name, &s); err != nil {
 			t.Fatalf("struct %s: %v", name, err)

@@ -50,6 +50,8 @@ const (
 	lineageEventFlagEVENT_F_ARGS_TRUNCATED lineageEventFlag = 8
 	lineageEventFlagEVENT_F_CREDS          lineageEventFlag = 16
 	lineageEventFlagEVENT_F_ARMED          lineageEventFlag = 32
+	lineageEventFlagEVENT_F_SPARED         lineageEventFlag = 64
+	lineageEventFlagEVENT_F_CAUGHT         lineageEventFlag = 128
 )
 
 type lineageEventKind uint32
@@ -59,6 +61,13 @@ const (
 	lineageEventKindEVENT_EXEC lineageEventKind = 2
 	lineageEventKindEVENT_EXIT lineageEventKind = 3
 )
+
+type lineageKeepExe struct {
+	_       structs.HostLayout
+	Ino     uint64
+	Dev     uint32
+	RootPid uint32
+}
 
 type lineageMember struct {
 	_           structs.HostLayout
@@ -74,10 +83,12 @@ type lineageMember struct {
 type lineageMemberFlag uint32
 
 const (
-	lineageMemberFlagMEMBER_F_ROOT      lineageMemberFlag = 1
-	lineageMemberFlagMEMBER_F_CONTAINED lineageMemberFlag = 2
-	lineageMemberFlagMEMBER_F_ADOPTED   lineageMemberFlag = 4
-	lineageMemberFlagMEMBER_F_SPARED    lineageMemberFlag = 8
+	lineageMemberFlagMEMBER_F_ROOT       lineageMemberFlag = 1
+	lineageMemberFlagMEMBER_F_CONTAINED  lineageMemberFlag = 2
+	lineageMemberFlagMEMBER_F_ADOPTED    lineageMemberFlag = 4
+	lineageMemberFlagMEMBER_F_SPARED     lineageMemberFlag = 8
+	lineageMemberFlagMEMBER_F_SPARED_EXE lineageMemberFlag = 16
+	lineageMemberFlagMEMBER_F_CAUGHT     lineageMemberFlag = 32
 )
 
 type lineageRoot struct {
@@ -94,6 +105,7 @@ const (
 	lineageRootFlagROOT_F_DIE_WITH_SUPERVISOR lineageRootFlag = 2
 	lineageRootFlagROOT_F_SPAWNING            lineageRootFlag = 4
 	lineageRootFlagROOT_F_ARMED               lineageRootFlag = 8
+	lineageRootFlagROOT_F_KEPT                lineageRootFlag = 16
 )
 
 type lineageStat uint32
@@ -110,7 +122,10 @@ const (
 	lineageStatSTAT_STALE            lineageStat = 8
 	lineageStatSTAT_UNTRACKED_KILLED lineageStat = 9
 	lineageStatSTAT_UID_SPARED       lineageStat = 10
-	lineageStatSTAT_MAX              lineageStat = 11
+	lineageStatSTAT_FORKS_CAUGHT     lineageStat = 11
+	lineageStatSTAT_CAUGHT_EARLY     lineageStat = 12
+	lineageStatSTAT_KEPT_AT_EXEC     lineageStat = 13
+	lineageStatSTAT_MAX              lineageStat = 14
 )
 
 // Names of all BPF objects in the ELF.
@@ -120,9 +135,11 @@ const (
 	lineageMapArms               = "arms"
 	lineageMapDoomed             = "doomed"
 	lineageMapEvents             = "events"
+	lineageMapKeepExes           = "keep_exes"
 	lineageMapMembers            = "members"
 	lineageMapRoots              = "roots"
 	lineageMapStats              = "stats"
+	lineageProgCatchFork         = "catch_fork"
 	lineageProgHandleExec        = "handle_exec"
 	lineageProgHandleExit        = "handle_exit"
 	lineageProgHandleFork        = "handle_fork"
@@ -134,6 +151,7 @@ const (
 	lineageVarKillUidReal        = "kill_uid_real"
 	lineageVarKillUntracked      = "kill_untracked"
 	lineageVarKillWithSupervisor = "kill_with_supervisor"
+	lineageVarSpawnKeeps         = "spawn_keeps"
 	lineageVarSpawnRootFlags     = "spawn_root_flags"
 	lineageVarSpawnTid           = "spawn_tid"
 	lineageVarSupervisorTgid     = "supervisor_tgid"
@@ -182,6 +200,7 @@ type lineageSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lineageProgramSpecs struct {
+	CatchFork  *ebpf.ProgramSpec `ebpf:"catch_fork"`
 	HandleExec *ebpf.ProgramSpec `ebpf:"handle_exec"`
 	HandleExit *ebpf.ProgramSpec `ebpf:"handle_exit"`
 	HandleFork *ebpf.ProgramSpec `ebpf:"handle_fork"`
@@ -191,12 +210,13 @@ type lineageProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lineageMapSpecs struct {
-	Arms    *ebpf.MapSpec `ebpf:"arms"`
-	Doomed  *ebpf.MapSpec `ebpf:"doomed"`
-	Events  *ebpf.MapSpec `ebpf:"events"`
-	Members *ebpf.MapSpec `ebpf:"members"`
-	Roots   *ebpf.MapSpec `ebpf:"roots"`
-	Stats   *ebpf.MapSpec `ebpf:"stats"`
+	Arms     *ebpf.MapSpec `ebpf:"arms"`
+	Doomed   *ebpf.MapSpec `ebpf:"doomed"`
+	Events   *ebpf.MapSpec `ebpf:"events"`
+	KeepExes *ebpf.MapSpec `ebpf:"keep_exes"`
+	Members  *ebpf.MapSpec `ebpf:"members"`
+	Roots    *ebpf.MapSpec `ebpf:"roots"`
+	Stats    *ebpf.MapSpec `ebpf:"stats"`
 }
 
 // lineageVariableSpecs contains global variables before they are loaded into the kernel.
@@ -211,6 +231,7 @@ type lineageVariableSpecs struct {
 	KillUidReal        *ebpf.VariableSpec `ebpf:"kill_uid_real"`
 	KillUntracked      *ebpf.VariableSpec `ebpf:"kill_untracked"`
 	KillWithSupervisor *ebpf.VariableSpec `ebpf:"kill_with_supervisor"`
+	SpawnKeeps         *ebpf.VariableSpec `ebpf:"spawn_keeps"`
 	SpawnRootFlags     *ebpf.VariableSpec `ebpf:"spawn_root_flags"`
 	SpawnTid           *ebpf.VariableSpec `ebpf:"spawn_tid"`
 	SupervisorTgid     *ebpf.VariableSpec `ebpf:"supervisor_tgid"`
@@ -237,12 +258,13 @@ func (o *lineageObjects) Close() error {
 //
 // It can be passed to loadLineageObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lineageMaps struct {
-	Arms    *ebpf.Map `ebpf:"arms"`
-	Doomed  *ebpf.Map `ebpf:"doomed"`
-	Events  *ebpf.Map `ebpf:"events"`
-	Members *ebpf.Map `ebpf:"members"`
-	Roots   *ebpf.Map `ebpf:"roots"`
-	Stats   *ebpf.Map `ebpf:"stats"`
+	Arms     *ebpf.Map `ebpf:"arms"`
+	Doomed   *ebpf.Map `ebpf:"doomed"`
+	Events   *ebpf.Map `ebpf:"events"`
+	KeepExes *ebpf.Map `ebpf:"keep_exes"`
+	Members  *ebpf.Map `ebpf:"members"`
+	Roots    *ebpf.Map `ebpf:"roots"`
+	Stats    *ebpf.Map `ebpf:"stats"`
 }
 
 func (m *lineageMaps) Close() error {
@@ -250,6 +272,7 @@ func (m *lineageMaps) Close() error {
 		m.Arms,
 		m.Doomed,
 		m.Events,
+		m.KeepExes,
 		m.Members,
 		m.Roots,
 		m.Stats,
@@ -268,6 +291,7 @@ type lineageVariables struct {
 	KillUidReal        *ebpf.Variable `ebpf:"kill_uid_real"`
 	KillUntracked      *ebpf.Variable `ebpf:"kill_untracked"`
 	KillWithSupervisor *ebpf.Variable `ebpf:"kill_with_supervisor"`
+	SpawnKeeps         *ebpf.Variable `ebpf:"spawn_keeps"`
 	SpawnRootFlags     *ebpf.Variable `ebpf:"spawn_root_flags"`
 	SpawnTid           *ebpf.Variable `ebpf:"spawn_tid"`
 	SupervisorTgid     *ebpf.Variable `ebpf:"supervisor_tgid"`
@@ -278,6 +302,7 @@ type lineageVariables struct {
 //
 // It can be passed to loadLineageObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lineagePrograms struct {
+	CatchFork  *ebpf.Program `ebpf:"catch_fork"`
 	HandleExec *ebpf.Program `ebpf:"handle_exec"`
 	HandleExit *ebpf.Program `ebpf:"handle_exit"`
 	HandleFork *ebpf.Program `ebpf:"handle_fork"`
@@ -285,6 +310,7 @@ type lineagePrograms struct {
 
 func (p *lineagePrograms) Close() error {
 	return _LineageClose(
+		p.CatchFork,
 		p.HandleExec,
 		p.HandleExit,
 		p.HandleFork,

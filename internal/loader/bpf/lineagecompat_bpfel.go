@@ -19,6 +19,7 @@ const (
 	lineageCompatMapArms               = "arms"
 	lineageCompatMapDoomed             = "doomed"
 	lineageCompatMapEvents             = "events"
+	lineageCompatMapKeepExes           = "keep_exes"
 	lineageCompatMapMembers            = "members"
 	lineageCompatMapRoots              = "roots"
 	lineageCompatMapStats              = "stats"
@@ -33,6 +34,7 @@ const (
 	lineageCompatVarKillUidReal        = "kill_uid_real"
 	lineageCompatVarKillUntracked      = "kill_untracked"
 	lineageCompatVarKillWithSupervisor = "kill_with_supervisor"
+	lineageCompatVarSpawnKeeps         = "spawn_keeps"
 	lineageCompatVarSpawnRootFlags     = "spawn_root_flags"
 	lineageCompatVarSpawnTid           = "spawn_tid"
 	lineageCompatVarSupervisorTgid     = "supervisor_tgid"
@@ -90,12 +92,13 @@ type lineageCompatProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lineageCompatMapSpecs struct {
-	Arms    *ebpf.MapSpec `ebpf:"arms"`
-	Doomed  *ebpf.MapSpec `ebpf:"doomed"`
-	Events  *ebpf.MapSpec `ebpf:"events"`
-	Members *ebpf.MapSpec `ebpf:"members"`
-	Roots   *ebpf.MapSpec `ebpf:"roots"`
-	Stats   *ebpf.MapSpec `ebpf:"stats"`
+	Arms     *ebpf.MapSpec `ebpf:"arms"`
+	Doomed   *ebpf.MapSpec `ebpf:"doomed"`
+	Events   *ebpf.MapSpec `ebpf:"events"`
+	KeepExes *ebpf.MapSpec `ebpf:"keep_exes"`
+	Members  *ebpf.MapSpec `ebpf:"members"`
+	Roots    *ebpf.MapSpec `ebpf:"roots"`
+	Stats    *ebpf.MapSpec `ebpf:"stats"`
 }
 
 // lineageCompatVariableSpecs contains global variables before they are loaded into the kernel.
@@ -110,6 +113,7 @@ type lineageCompatVariableSpecs struct {
 	KillUidReal        *ebpf.VariableSpec `ebpf:"kill_uid_real"`
 	KillUntracked      *ebpf.VariableSpec `ebpf:"kill_untracked"`
 	KillWithSupervisor *ebpf.VariableSpec `ebpf:"kill_with_supervisor"`
+	SpawnKeeps         *ebpf.VariableSpec `ebpf:"spawn_keeps"`
 	SpawnRootFlags     *ebpf.VariableSpec `ebpf:"spawn_root_flags"`
 	SpawnTid           *ebpf.VariableSpec `ebpf:"spawn_tid"`
 	SupervisorTgid     *ebpf.VariableSpec `ebpf:"supervisor_tgid"`
@@ -136,12 +140,13 @@ func (o *lineageCompatObjects) Close() error {
 //
 // It can be passed to loadLineageCompatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lineageCompatMaps struct {
-	Arms    *ebpf.Map `ebpf:"arms"`
-	Doomed  *ebpf.Map `ebpf:"doomed"`
-	Events  *ebpf.Map `ebpf:"events"`
-	Members *ebpf.Map `ebpf:"members"`
-	Roots   *ebpf.Map `ebpf:"roots"`
-	Stats   *ebpf.Map `ebpf:"stats"`
+	Arms     *ebpf.Map `ebpf:"arms"`
+	Doomed   *ebpf.Map `ebpf:"doomed"`
+	Events   *ebpf.Map `ebpf:"events"`
+	KeepExes *ebpf.Map `ebpf:"keep_exes"`
+	Members  *ebpf.Map `ebpf:"members"`
+	Roots    *ebpf.Map `ebpf:"roots"`
+	Stats    *ebpf.Map `ebpf:"stats"`
 }
 
 func (m *lineageCompatMaps) Close() error {
@@ -149,6 +154,7 @@ func (m *lineageCompatMaps) Close() error {
 		m.Arms,
 		m.Doomed,
 		m.Events,
+		m.KeepExes,
 		m.Members,
 		m.Roots,
 		m.Stats,
@@ -167,6 +173,7 @@ type lineageCompatVariables struct {
 	KillUidReal        *ebpf.Variable `ebpf:"kill_uid_real"`
 	KillUntracked      *ebpf.Variable `ebpf:"kill_untracked"`
 	KillWithSupervisor *ebpf.Variable `ebpf:"kill_with_supervisor"`
+	SpawnKeeps         *ebpf.Variable `ebpf:"spawn_keeps"`
 	SpawnRootFlags     *ebpf.Variable `ebpf:"spawn_root_flags"`
 	SpawnTid           *ebpf.Variable `ebpf:"spawn_tid"`
 	SupervisorTgid     *ebpf.Variable `ebpf:"supervisor_tgid"`

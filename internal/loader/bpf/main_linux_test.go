@@ -35,6 +35,14 @@ func TestMain(m *testing.M) {
 	if name := os.Getenv(helperEnv); name != "" {
 		os.Exit(runHelper(name, os.Args))
 	}
+	if os.Getenv(tracefsEnv) == "1" {
+		// A rerun of one test in a mount namespace of its own
+		// (rerunWithTracefs): tracefs is mounted here alone.
+		if err := mountTracefs(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 	os.Exit(m.Run())
 }
 

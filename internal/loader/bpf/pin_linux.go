@@ -26,7 +26,13 @@ import (
 // reader of the old objects would misread (cilium/ebpf's Compatible checks
 // only sizes). A pinned set lives in PinRoot/v<LayoutVersion>, and its
 // layout map holds the same number.
-const LayoutVersion = 2
+//
+// Layout 2 added the arms map (per-process arms). Layout 3 added the
+// keep_exes map (the programs exe keep rules keep, per root) and the
+// kernel's own spare marks (ROOT_F_KEPT, MEMBER_F_SPARED_EXE,
+// MEMBER_F_CAUGHT); its members and roots are layout 2's, so a set of
+// layout 1 or 2 migrates as it is.
+const LayoutVersion = 3
 
 // DefaultPinRoot is where `lineage serve` pins its tracker.
 const DefaultPinRoot = "/sys/fs/bpf/lineage"
@@ -42,13 +48,14 @@ const (
 // pinnedMaps names the program's maps as they are pinned, by their name in
 // the collection spec.
 var pinnedMaps = map[string]string{
-	lineageMapMembers: lineageMapMembers,
-	lineageMapRoots:   lineageMapRoots,
-	lineageMapDoomed:  lineageMapDoomed,
-	lineageMapEvents:  lineageMapEvents,
-	lineageMapStats:   lineageMapStats,
-	lineageMapArms:    lineageMapArms,
-	".bss":            bssPin,
+	lineageMapMembers:  lineageMapMembers,
+	lineageMapRoots:    lineageMapRoots,
+	lineageMapDoomed:   lineageMapDoomed,
+	lineageMapEvents:   lineageMapEvents,
+	lineageMapStats:    lineageMapStats,
+	lineageMapArms:     lineageMapArms,
+	lineageMapKeepExes: lineageMapKeepExes,
+	".bss":             bssPin,
 }
 
 // linkOrder names the pinned links, in the order b.links holds them.
@@ -156,7 +163,7 @@ func (b *Tracker) pin(dir string, v layoutValue) error {
 	maps := map[string]*ebpf.Map{
 		lineageMapMembers: b.objs.Members, lineageMapRoots: b.objs.Roots,
 		lineageMapDoomed: b.objs.Doomed, lineageMapEvents: b.objs.Events,
-		lineageMapStats: b.objs.Stats, lineageMapArms: b.objs.Arms, ".bss": b.bss,
+		lineageMapStats: b.objs.Stats, lineageMapArms: b.objs.Arms, lineageMapKeepExes: b.objs.KeepExes, ".bss": b.bss,
 	}
 	for name, m := range maps {
 		if err := m.Pin(filepath.Join(dir, pinnedMaps[name])); err != nil {
@@ -220,7 +227,7 @@ func (b *Tracker) openSet(spec *ebpf.CollectionSpec, kernel *btf.Spec, dir strin
 		if v.Version != version {
 			return fmt.Errorf("%w pinned set %s: layout %d, want %d", lineage.ErrInvalid, dir, v.Version, version)
 		}
-		return b.reuse(spec, dir, v, f)
+		return b.reuse(spec, kernel, dir, v, f)
 	case !errors.Is(err, os.ErrNotExist):
 		return err
 	}
@@ -240,7 +247,7 @@ func (b *Tracker) openSet(spec *ebpf.CollectionSpec, kernel *btf.Spec, dir strin
 
 // reuse takes over the set pinned in dir: its maps, and the links that kept
 // its programs attached while no tracker ran.
-func (b *Tracker) reuse(spec *ebpf.CollectionSpec, dir string, v layoutValue, f loader.Features) error {
+func (b *Tracker) reuse(spec *ebpf.CollectionSpec, kernel *btf.Spec, dir string, v layoutValue, f loader.Features) error {
 	variant, err := codeVariant(v.Variant)
 	if err != nil {
 		return err
@@ -285,6 +292,8 @@ func (b *Tracker) reuse(spec *ebpf.CollectionSpec, dir string, v layoutValue, f 
 	if err := b.reuseLinks(dir); err != nil {
 		return err
 	}
+	b.attachCatcher(spec, kernel)
+	b.startInspector(kernel)
 	if b.reader, err = ringbuf.NewReader(b.objs.Events); err != nil {
 		return fmt.Errorf("open ring buffer: %w", err)
 	}

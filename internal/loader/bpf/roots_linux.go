@@ -1,6 +1,7 @@
 package bpf
 
 import (
+	"errors"
 	"fmt"
 	"os/exec"
 	"runtime"
@@ -25,9 +26,18 @@ func (b *Tracker) Spawn(cmd *exec.Cmd, opts loader.RootOptions) (lineage.Identit
 	if opts.DieWithSupervisor {
 		flags |= uint32(lineageRootFlagROOT_F_DIE_WITH_SUPERVISOR)
 	}
+	if opts.KeepLineage {
+		flags |= uint32(lineageRootFlagROOT_F_KEPT)
+	}
 	if err := b.objs.SpawnRootFlags.Set(flags); err != nil {
 		return lineage.Identity{}, fmt.Errorf("arm spawn: %w", err)
 	}
+	// The root's exe rules apply from its first exec, before Spawn
+	// returns: they wait for it under pid 0.
+	if err := b.armKeeps(opts.KeepExes); err != nil {
+		return lineage.Identity{}, err
+	}
+	defer b.disarmKeeps(opts.KeepExes)
 	if err := b.objs.SpawnTid.Set(uint32(unix.Gettid())); err != nil {
 		return lineage.Identity{}, fmt.Errorf("arm spawn: %w", err)
 	}
@@ -39,7 +49,7 @@ func (b *Tracker) Spawn(cmd *exec.Cmd, opts loader.RootOptions) (lineage.Identit
 	if startErr == nil {
 		pid = uint32(cmd.Process.Pid)
 	}
-	id, found := b.settleSpawned(pid)
+	id, found := b.settleSpawned(pid, opts.KeepExes)
 	if startErr != nil {
 		return lineage.Identity{}, startErr
 	}
@@ -59,8 +69,9 @@ func (b *Tracker) Spawn(cmd *exec.Cmd, opts loader.RootOptions) (lineage.Identit
 
 // settleSpawned keeps the root the armed thread was meant to start (pid) and
 // forgets any other process it forked meanwhile: the Go runtime may fork a
-// short-lived probe of its own on the first start.
-func (b *Tracker) settleSpawned(pid uint32) (lineage.Identity, bool) {
+// short-lived probe of its own on the first start. The root's exe rules
+// (keep) move under its pid before it stops being a spawning root.
+func (b *Tracker) settleSpawned(pid uint32, keep []lineage.FileID) (lineage.Identity, bool) {
 	var (
 		key    uint32
 		r      lineageRoot
@@ -91,6 +102,13 @@ func (b *Tracker) settleSpawned(pid uint32) (lineage.Identity, bool) {
 			found = false
 		case err != nil && b.runningUntracked(ours):
 			found = false
+		}
+		for _, f := range keep {
+			b.mapMu.Lock()
+			if err := b.putKeepExe(ours, f); err != nil {
+				found = false
+			}
+			b.mapMu.Unlock()
 		}
 		if err := b.setRootFlag(ours, lineageRootFlagROOT_F_SPAWNING, false); err != nil {
 			found = false
@@ -131,6 +149,9 @@ func (b *Tracker) Register(id lineage.Identity, opts loader.RootOptions) error {
 	if opts.DieWithSupervisor {
 		r.Flags |= lineageRootFlagROOT_F_DIE_WITH_SUPERVISOR
 	}
+	if opts.KeepLineage {
+		r.Flags |= lineageRootFlagROOT_F_KEPT
+	}
 	if err := b.objs.Roots.Update(id.PID, &r, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("register %s: roots map: %w", id, err)
 	}
@@ -139,6 +160,15 @@ func (b *Tracker) Register(id lineage.Identity, opts loader.RootOptions) error {
 		RootPid:   id.PID,
 		RootStart: id.StartTicks,
 		Flags:     lineageMemberFlagMEMBER_F_ROOT | lineageMemberFlagMEMBER_F_ADOPTED,
+	}
+	if opts.KeepLineage {
+		m.Flags |= lineageMemberFlagMEMBER_F_SPARED
+	}
+	for _, f := range opts.KeepExes {
+		if err := b.putKeepExe(id, f); err != nil {
+			_ = b.objs.Roots.Delete(id.PID)
+			return fmt.Errorf("register %s: %w", id, err)
+		}
 	}
 	if parent, err := b.proc.Identity(st.PPID); err == nil {
 		m.ParentPid, m.ParentStart = parent.PID, parent.StartTicks
@@ -161,7 +191,7 @@ func (b *Tracker) Register(id lineage.Identity, opts loader.RootOptions) error {
 			ParentStart: parent.StartTicks,
 			RootPid:     id.PID,
 			RootStart:   id.StartTicks,
-			Flags:       lineageMemberFlagMEMBER_F_ADOPTED,
+			Flags:       lineageMemberFlagMEMBER_F_ADOPTED | m.Flags&lineageMemberFlagMEMBER_F_SPARED,
 		}
 		return b.objs.Members.Update(child.PID, &cm, ebpf.UpdateAny)
 	})
@@ -293,7 +323,7 @@ func (b *Tracker) Forget(root lineage.Identity) error {
 			b.deleteMember(lineage.Identity{PID: e.pid, StartTicks: e.m.Start})
 		}
 	}
-	return err
+	return errors.Join(err, b.forgetKeeps(root))
 }
 
 // IsRoot reports whether id is a registered root in the kernel's map: with

@@ -105,12 +105,20 @@ func (o *Options) withDefaults() Options {
 // must track: its file descriptors close, and tracking stops, if the
 // garbage collector finalizes it.
 type Tracker struct {
-	opts   Options
-	objs   lineageObjects
-	links  []link.Link
-	reader *ringbuf.Reader
-	proc   proc.FS
-	loaded loader.Loaded
+	opts  Options
+	objs  lineageObjects
+	links []link.Link
+	// catcher is the second fork hook's link, when it runs; catcherOff
+	// says why it does not (catch_linux.go).
+	catcher    link.Link
+	catcherOff string
+	// inspector is the reaper's batch check, when the kernel took it;
+	// inspectOff says why not (inspect_linux.go).
+	inspector  *inspector
+	inspectOff string
+	reader     *ringbuf.Reader
+	proc       proc.FS
+	loaded     loader.Loaded
 	// bss is the program's .bss map, which a pinned set shares.
 	bss *ebpf.Map
 	// pinned is set when the tracker is pinned; pinLock, an flock on the
@@ -131,6 +139,8 @@ type Tracker struct {
 	undecodable atomic.Uint64
 	// syncs are the callers of Sync waiting for Run.
 	syncs syncWaiters
+	// adopted counts members adopted from /proc after skipped forks.
+	adopted atomic.Uint64
 }
 
 var _ loader.Backend = (*Tracker)(nil)
@@ -239,16 +249,22 @@ func variantSpec(l loader.Loaded, o Options) (*ebpf.CollectionSpec, error) {
 // load loads spec into b's objects, attaches its programs and opens the
 // reader. On error, b holds what was made so far, for Close.
 func (b *Tracker) load(spec *ebpf.CollectionSpec, kernel *btf.Spec) error {
+	// The second fork hook loads apart (attachCatcher).
 	var objs struct {
-		lineageObjects
-		Bss *ebpf.Map `ebpf:".bss"`
+		lineageMaps
+		lineageVariables
+		HandleFork *ebpf.Program `ebpf:"handle_fork"`
+		HandleExec *ebpf.Program `ebpf:"handle_exec"`
+		HandleExit *ebpf.Program `ebpf:"handle_exit"`
+		Bss        *ebpf.Map     `ebpf:".bss"`
 	}
 	if err := spec.LoadAndAssign(&objs, &ebpf.CollectionOptions{
 		Programs: ebpf.ProgramOptions{KernelTypes: kernel},
 	}); err != nil {
 		return fmt.Errorf("load bpf program: %w", err)
 	}
-	b.objs, b.bss = objs.lineageObjects, objs.Bss
+	b.objs.lineageMaps, b.objs.lineageVariables, b.bss = objs.lineageMaps, objs.lineageVariables, objs.Bss
+	b.objs.HandleFork, b.objs.HandleExec, b.objs.HandleExit = objs.HandleFork, objs.HandleExec, objs.HandleExit
 	for _, prog := range []*ebpf.Program{b.objs.HandleFork, b.objs.HandleExec, b.objs.HandleExit} {
 		l, err := link.AttachTracing(link.TracingOptions{Program: prog, AttachType: ebpf.AttachTraceRawTp})
 		if err != nil {
@@ -256,6 +272,8 @@ func (b *Tracker) load(spec *ebpf.CollectionSpec, kernel *btf.Spec) error {
 		}
 		b.links = append(b.links, l)
 	}
+	b.attachCatcher(spec, kernel)
+	b.startInspector(kernel)
 	var err error
 	if b.reader, err = ringbuf.NewReader(b.objs.Events); err != nil {
 		return fmt.Errorf("open ring buffer: %w", err)
@@ -298,6 +316,12 @@ func (b *Tracker) Close() error {
 		}
 		for _, l := range b.links {
 			errs = append(errs, l.Close())
+		}
+		if b.catcher != nil {
+			errs = append(errs, b.catcher.Close())
+		}
+		if b.inspector != nil {
+			errs = append(errs, b.inspector.close())
 		}
 		errs = append(errs, b.objs.Close())
 		if b.bss != nil {

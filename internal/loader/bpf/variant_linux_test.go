@@ -2,6 +2,7 @@ package bpf
 
 import (
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -39,8 +40,23 @@ func TestLoadEveryVariant(t *testing.T) {
 			if got := b.Loaded(); got != want {
 				t.Errorf("variant %q: loaded %+v, want %+v", v, got, want)
 			}
-			t.Logf("variant %q: %+v", v, b.Loaded())
+			catches, off := b.ForkCatcher()
+			t.Logf("variant %q: %+v; second fork hook %v %s", v, b.Loaded(), catches, off)
+			if b.Loaded().Variant == loader.VariantFull && !catches && hasTracefs() {
+				t.Errorf("variant %q: no second fork hook, though tracefs is mounted: %s", v, off)
+			}
 			b.Close()
 		}
 	}
+}
+
+// hasTracefs reports whether tracefs is mounted where classic tracepoints
+// attach through it.
+func hasTracefs() bool {
+	for _, dir := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
+		if _, err := os.Stat(dir + "/events/sched/sched_process_fork/id"); err == nil {
+			return true
+		}
+	}
+	return false
 }
