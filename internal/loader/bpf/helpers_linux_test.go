@@ -78,16 +78,11 @@ func (r *recorder) snapshot() []lineage.Event {
 	return slices.Clone(r.events)
 }
 
-// waitFor polls cond until it holds or the timeout passes.
+// waitFor waits until cond holds, failing tb after timeout (scaled as
+// testutil.Eventually scales it).
 func waitFor(tb testing.TB, what string, timeout time.Duration, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(tb, timeout, what, cond)
 }
 
 // job is a spawned root command, waited for in the background.

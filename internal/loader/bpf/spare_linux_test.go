@@ -61,13 +61,7 @@ func TestLeaderExitedMemberDiesWithSupervisor(t *testing.T) {
 	}
 	m := members[0]
 	t.Cleanup(func() { testutil.KillIdentity(int(m.PID), m.StartTicks) })
-	deadline := time.Now().Add(5 * time.Second)
-	for liveThreads(m) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the leader-exited member %v lives on: %d live threads", m, liveThreads(m))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 5*time.Second, fmt.Sprintf("the leader-exited member %v to die", m), func() bool { return liveThreads(m) == 0 })
 }
 
 // liveThreads counts the threads of id that are not zombies.
