@@ -2,11 +2,14 @@ package deploy
 
 import (
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
 // deploy/README.md's Dockerfile builds the image the DaemonSet runs: it
@@ -40,8 +43,7 @@ func TestDeployDockerfileMatchesTheDaemonSet(t *testing.T) {
 		}
 	}
 
-	mk := readMakefile(t)
-	front, tracker := makeVar(t, mk, "STATIC"), makeVar(t, mk, "STATIC_TRACKER")
+	front, tracker := makeVar(t, "STATIC"), makeVar(t, "STATIC_TRACKER")
 	frontDest, ok := copies[front]
 	if !ok {
 		t.Fatalf("the Dockerfile copies %v, not make static's front %s", copies, front)
@@ -70,16 +72,16 @@ func TestDeployDockerfileMatchesTheDaemonSet(t *testing.T) {
 	}
 }
 
-// makeVar is a Makefile variable's default, $(X) references expanded.
-func makeVar(t *testing.T, mk makefile, name string) string {
+// makeVar is a Makefile variable's value for an amd64 build (the image
+// deploy/README.md builds), as make itself expands it.
+func makeVar(t *testing.T, name string) string {
 	t.Helper()
-	m := regexp.MustCompile(`(?m)^` + name + `\s*[?:]?=\s*(.*)$`).FindStringSubmatch(mk.text)
-	if m == nil {
-		t.Fatalf("the Makefile sets no %s", name)
+	mk := testutil.LookTool(t, "make")
+	out, err := exec.Command(mk, "-s", "--no-print-directory", "-C", top, "--eval", "lineage-print-var: ; @echo $("+name+")", "lineage-print-var", "GOARCH=amd64").Output()
+	if err != nil {
+		t.Fatalf("make: the value of %s: %v", name, err)
 	}
-	return regexp.MustCompile(`\$\((\w+)\)`).ReplaceAllStringFunc(strings.TrimSpace(m[1]), func(ref string) string {
-		return makeVar(t, mk, ref[2:len(ref)-1])
-	})
+	return strings.TrimSpace(string(out))
 }
 
 // Every test a deploy file's comments cite exists, and every deploy file

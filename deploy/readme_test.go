@@ -48,6 +48,7 @@ var readmeRunners = map[string]string{
 	"lineage session close":               "TestServeRootsCommands",
 	"make install":                        "TestMakeInstall",
 	"make static":                         "TestMakeInstall",
+	"make static GOARCH":                  "TestMakeStaticArm64",
 	"make build":                          "demo",
 	"make test":                           "ci",
 	"make demo":                           "by hand: the demo is the README's example itself; its output above is a sample of it",

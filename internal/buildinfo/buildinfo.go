@@ -41,19 +41,25 @@ type Info struct {
 	Commit string `json:"commit,omitempty"`
 	// Go is the Go release that built the binary.
 	Go string `json:"go"`
+	// Arch is the architecture the binary was built for, in Go's words
+	// (GOARCH: amd64, arm64).
+	Arch string `json:"arch"`
 	// BPF is a short digest (12 hex digits of a SHA-256) of the embedded
 	// BPF objects, or of the committed ones in a binary that embeds none.
 	BPF string `json:"bpf,omitempty"`
 }
 
-// String is the one-line form: "VERSION (commit C, go G, bpf B)", leaving
-// out what is unknown.
+// String is the one-line form: "VERSION (commit C, go G, arch A, bpf B)",
+// leaving out what is unknown.
 func (i Info) String() string {
 	parts := []string{}
 	if i.Commit != "" {
 		parts = append(parts, "commit "+i.Commit)
 	}
 	parts = append(parts, i.Go)
+	if i.Arch != "" {
+		parts = append(parts, "arch "+i.Arch)
+	}
 	if i.BPF != "" {
 		parts = append(parts, "bpf "+i.BPF)
 	}
@@ -80,7 +86,7 @@ func Get() Info {
 	mu.Lock()
 	defer mu.Unlock()
 	if cached == nil {
-		i := Info{Version: version, Commit: commit, Go: runtime.Version(), BPF: digest(objects)}
+		i := Info{Version: version, Commit: commit, Go: runtime.Version(), Arch: runtime.GOARCH, BPF: digest(objects)}
 		if i.BPF == "" {
 			i.BPF = CommittedBPF
 		}

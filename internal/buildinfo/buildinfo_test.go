@@ -53,11 +53,26 @@ func TestFillFromBuild(t *testing.T) {
 
 func TestGet(t *testing.T) {
 	i := Get()
-	if i.Version == "" || i.Go != runtime.Version() {
-		t.Fatalf("Get() = %+v: want a version and Go %s", i, runtime.Version())
+	if i.Version == "" || i.Go != runtime.Version() || i.Arch != runtime.GOARCH {
+		t.Fatalf("Get() = %+v: want a version, Go %s and arch %s", i, runtime.Version(), runtime.GOARCH)
 	}
 	s := i.String()
-	if !strings.HasPrefix(s, i.Version+" (") || !strings.Contains(s, i.Go) {
+	if !strings.HasPrefix(s, i.Version+" (") || !strings.Contains(s, i.Go) || !strings.Contains(s, ", arch "+runtime.GOARCH) {
 		t.Errorf("String() = %q", s)
+	}
+}
+
+func TestStringNamesWhatIsKnown(t *testing.T) {
+	for _, c := range []struct {
+		info Info
+		want string
+	}{
+		{Info{Version: "v1.2.3", Commit: "abc", Go: "go1.26.8", Arch: "arm64", BPF: "0123456789ab"}, "v1.2.3 (commit abc, go1.26.8, arch arm64, bpf 0123456789ab)"},
+		{Info{Version: "devel", Go: "go1.26.8", Arch: "amd64"}, "devel (go1.26.8, arch amd64)"},
+		{Info{Version: "devel", Go: "go1.26.8"}, "devel (go1.26.8)"},
+	} {
+		if got := c.info.String(); got != c.want {
+			t.Errorf("%+v.String() = %q, want %q", c.info, got, c.want)
+		}
 	}
 }

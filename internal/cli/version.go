@@ -13,10 +13,11 @@ func NewCmdVersion(s Streams) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "version [--json]",
-		Short: "Print lineage's version, commit, Go release and BPF objects' digest",
+		Short: "Print lineage's version, commit, Go release, architecture and BPF objects' digest",
 		Long: `version prints what this binary is: its version (git describe at build
-time), the commit, the Go release that built it and a digest of the BPF
-objects embedded in it (12 hex digits of a SHA-256). Records, reports and
+time), the commit, the Go release that built it, the architecture it was
+built for (amd64, arm64) and a digest of the BPF objects embedded in it (12
+hex digits of a SHA-256). Records, reports and
 the daemon's lineage_build_info metric carry the same. lineage --version
 prints the same line.`,
 		Args: cobra.NoArgs,

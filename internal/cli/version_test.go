@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -40,9 +41,12 @@ func TestVersion(t *testing.T) {
 	if !regexp.MustCompile(`^[0-9a-f]{12}$`).MatchString(info.BPF) {
 		t.Errorf("bpf digest %q: want 12 hex digits", info.BPF)
 	}
+	if info.Arch != runtime.GOARCH {
+		t.Errorf("version --json: arch %q, want %q", info.Arch, runtime.GOARCH)
+	}
 	want := "lineage " + info.Version + " ("
-	if !strings.HasPrefix(text, want) || !strings.Contains(text, info.Go) || !strings.Contains(text, "bpf "+info.BPF) {
-		t.Errorf("version printed %q: want %q... with %s and bpf %s", text, want, info.Go, info.BPF)
+	if !strings.HasPrefix(text, want) || !strings.Contains(text, info.Go) || !strings.Contains(text, "arch "+runtime.GOARCH) || !strings.Contains(text, "bpf "+info.BPF) {
+		t.Errorf("version printed %q: want %q... with %s, arch %s and bpf %s", text, want, info.Go, runtime.GOARCH, info.BPF)
 	}
 	if _, err := newRootCmdArgs("version", "extra"); err == nil {
 		t.Error("version with an argument: no error")

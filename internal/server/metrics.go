@@ -80,7 +80,7 @@ func newMetrics(s *Server) *metrics {
 	info := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "lineage_build_info",
 		Help:        "Always 1; the labels say which lineage serves (as lineage version prints it).",
-		ConstLabels: prometheus.Labels{"version": b.Version, "revision": b.Commit, "goversion": b.Go, "bpf": b.BPF},
+		ConstLabels: prometheus.Labels{"version": b.Version, "revision": b.Commit, "goversion": b.Go, "goarch": b.Arch, "bpf": b.BPF},
 	})
 	info.Set(1)
 	m.reg.MustRegister(

@@ -100,7 +100,7 @@ func freeAddr(t *testing.T) string {
 // allowedLabels are the only label names a lineage_* series may have: no
 // pid, no session, nothing unbounded.
 var allowedLabels = map[string]bool{"kind": true, "decision": true, "result": true, "signal": true,
-	"version": true, "revision": true, "goversion": true, "bpf": true, "reason": true}
+	"version": true, "revision": true, "goversion": true, "goarch": true, "bpf": true, "reason": true}
 
 func checkStartup(t *testing.T, m families) {
 	t.Helper()
@@ -125,7 +125,7 @@ func checkStartup(t *testing.T, m families) {
 		t.Errorf("map capacity %v, want --max-members 16", v)
 	}
 	b := buildinfo.Get()
-	if v := m.value(t, "lineage_build_info", "version", b.Version, "bpf", b.BPF, "goversion", b.Go); v != 1 {
+	if v := m.value(t, "lineage_build_info", "version", b.Version, "bpf", b.BPF, "goversion", b.Go, "goarch", b.Arch); v != 1 {
 		t.Errorf("build info %v", v)
 	}
 	for _, name := range []string{"go_goroutines", "process_resident_memory_bytes"} {
