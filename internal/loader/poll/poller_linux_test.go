@@ -138,9 +138,8 @@ func TestProcRegisterAdoptsExistingDescendants(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := lineage.Identity{PID: uint32(cmd.Process.Pid), StartTicks: start}
-	for len(testutil.Find(marker)) < 2 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	// Both sleepers exec'd: sh's own argv carries the marker too.
+	testutil.Eventually(t, 10*time.Second, "both sleepers to exec", func() bool { return len(testutil.Sleepers(marker)) == 2 })
 	if err := p.Register(root, loader.RootOptions{}); err != nil {
 		t.Fatal(err)
 	}
