@@ -14,7 +14,7 @@ import (
 
 // Bad record flags are refused before anything starts.
 func TestServeRecordFlags(t *testing.T) {
-	base := serveOptions{Backend: "auto", SocketMode: "0660", RecordKeep: server.DefaultRecordKeep, MaxMembers: loader.DefaultMaxMembers, RingBytes: loader.DefaultRingBytes, PinDir: pinNone}
+	base := serveOptions{Backend: "auto", SocketMode: "0660", RecordKeep: server.DefaultRecordKeep, MaxMembers: loader.DefaultMaxMembers, PinDir: pinNone}
 	for name, tc := range map[string]struct {
 		change func(*serveOptions)
 		ok     bool
@@ -45,7 +45,7 @@ func TestServeRecordFlags(t *testing.T) {
 // --socket-mode and --socket-group reach the listener; bad modes are
 // refused as invalid before anything starts.
 func TestServeSocketFlags(t *testing.T) {
-	o := serveOptions{Backend: "auto", SocketMode: "0640", SocketGroup: "lineage", RecordKeep: server.DefaultRecordKeep, MaxMembers: loader.DefaultMaxMembers, RingBytes: loader.DefaultRingBytes, PinDir: pinNone}
+	o := serveOptions{Backend: "auto", SocketMode: "0640", SocketGroup: "lineage", RecordKeep: server.DefaultRecordKeep, MaxMembers: loader.DefaultMaxMembers, PinDir: pinNone}
 	if _, ln, err := o.options(); err != nil || ln.Mode != 0o640 || ln.Group != "lineage" {
 		t.Errorf("listen options %+v, %v; want 0640 and group lineage", ln, err)
 	}
@@ -58,7 +58,7 @@ func TestServeSocketFlags(t *testing.T) {
 }
 
 func TestServeMetricsBadFlags(t *testing.T) {
-	for _, args := range [][]string{{"--metrics-listen", "nowhere:-1"}, {"--max-members", "1"}} {
+	for _, args := range [][]string{{"--metrics-listen", "nowhere:-1"}, {"--max-members", "1"}, {"--ring-bytes", "3M"}, {"--ring-bytes", "1k"}, {"--ring-bytes", "lots"}} {
 		var out strings.Builder
 		root := newRootCmd(cli.Streams{In: strings.NewReader(""), Out: &out, Err: &out})
 		sock := t.TempDir() + "/s.sock"

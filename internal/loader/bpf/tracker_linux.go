@@ -33,9 +33,10 @@ type Options struct {
 	OnFull loader.OnFull
 	// MaxRoots is how many roots can be registered at once (default 4096).
 	MaxRoots uint32
-	// RingBytes is the size of the event ring buffer, a power of two and a
-	// multiple of the page size (default 1 MiB). Events that don't fit are
-	// counted as EventsLost.
+	// RingBytes is the size of the event ring buffer, a power of two from
+	// a page to loader.MaxRingBytes (default loader.DefaultRingBytes).
+	// Events that don't fit are counted as EventsLost, and the latest of
+	// them logged (Gaps).
 	RingBytes uint32
 	// Poll is how often the reader looks for events the kernel did not
 	// wake it for (default 100ms). Below a quarter full the kernel submits
@@ -150,7 +151,7 @@ var _ loader.Backend = (*Tracker)(nil)
 // run here wrap ErrUnavailable and say what failed.
 func Open(opts *Options) (*Tracker, error) {
 	o := opts.withDefaults()
-	if err := validateRing(o.RingBytes); err != nil {
+	if err := loader.ValidateRingBytes(o.RingBytes); err != nil {
 		return nil, err
 	}
 	if err := loader.ValidateMaxMembers(o.MaxMembers); err != nil {
@@ -277,14 +278,6 @@ func (b *Tracker) load(spec *ebpf.CollectionSpec, kernel *btf.Spec) error {
 	var err error
 	if b.reader, err = ringbuf.NewReader(b.objs.Events); err != nil {
 		return fmt.Errorf("open ring buffer: %w", err)
-	}
-	return nil
-}
-
-func validateRing(n uint32) error {
-	page := uint32(os.Getpagesize())
-	if n < page || n&(n-1) != 0 {
-		return fmt.Errorf("%w option: ring buffer size %d: must be a power of two of at least %d bytes", lineage.ErrInvalid, n, page)
 	}
 	return nil
 }
