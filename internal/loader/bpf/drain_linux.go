@@ -8,7 +8,9 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
 )
 
 // Run reads the ring buffer on a thread of its own (drain) and delivers
@@ -17,11 +19,16 @@ import (
 // their consumer, so that the few time slices a busy machine gives it
 // are enough. Records wait in batches between the two, batchesQueued of
 // them at most: past that, the drain waits, the ring fills and the kernel
-// counts (and logs) what it drops.
+// counts (and logs) what it drops. The drain's thread runs at readerNice
+// where lineage may raise its priority (CAP_SYS_NICE), so that a fork
+// storm's hundreds of runnable processes don't starve it: it only ever
+// runs for as long as there are records to copy. docs/benchmarks.md
+// ("The reader") has what each step bought.
 const (
 	batchRecords  = 512
 	batchBytes    = 128 << 10
 	batchesQueued = 64
+	readerNice    = -10
 )
 
 // batch is records read from the ring buffer one after the other: their
@@ -84,14 +91,16 @@ func (q *batches) put(bt *batch) {
 
 // drain copies the ring buffer's records into batches for q until ctx is
 // done and the ring is empty, or the reader is closed; then it closes
-// q.full. It runs on a thread of its own.
+// q.full. It runs on a thread of its own, at readerNice where it may; the
+// thread ends with it, its priority with it.
 func (b *Tracker) drain(ctx context.Context, q *batches) error {
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), readerNice)
 	defer close(q.full)
 	var rec ringbuf.Record
 	var sent uint64 // the last Sync sequence a batch lets go
 	bt := q.get()
+	bt = b.drainBacklog(q, bt, &rec)
 	for {
 		// A Sync that came while the last read waited needs a read that
 		// begins after it: one that doesn't wait.
@@ -112,6 +121,7 @@ func (b *Tracker) drain(ctx context.Context, q *batches) error {
 			if bt.full() || rec.Remaining == 0 {
 				q.full <- bt
 				bt = q.get()
+				_ = b.lookForGaps(false)
 			}
 		case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, ringbuf.ErrFlushed):
 			if synced > sent || len(bt.ends) > 0 || done {
@@ -119,6 +129,7 @@ func (b *Tracker) drain(ctx context.Context, q *batches) error {
 				q.full <- bt
 				bt, sent = q.get(), synced
 			}
+			_ = b.lookForGaps(false)
 			if done {
 				return nil
 			}
@@ -131,4 +142,42 @@ func (b *Tracker) drain(ctx context.Context, q *batches) error {
 			return fmt.Errorf("read events: %w", err)
 		}
 	}
+}
+
+// backlogRing is the ring buffer of a set that was moved into this one.
+type backlogRing struct {
+	m *ebpf.Map
+	r *ringbuf.Reader
+}
+
+// drainBacklog hands every record of the backlog rings to q, in batches
+// that continue bt, then closes them; it returns the batch being filled.
+// Their programs are detached (the sets are unpinned): nothing more comes.
+func (b *Tracker) drainBacklog(q *batches, bt *batch, rec *ringbuf.Record) *batch {
+	b.backlogMu.Lock()
+	rings := b.backlog
+	b.backlogMu.Unlock()
+	for _, ring := range rings {
+		ring.r.SetDeadline(time.Now())
+		for ring.r.ReadInto(rec) == nil {
+			bt.add(rec.RawSample)
+			if bt.full() {
+				q.full <- bt
+				bt = q.get()
+			}
+		}
+	}
+	b.closeBacklog()
+	return bt
+}
+
+// closeBacklog closes the backlog rings; later calls do nothing.
+func (b *Tracker) closeBacklog() {
+	b.backlogMu.Lock()
+	defer b.backlogMu.Unlock()
+	for _, ring := range b.backlog {
+		_ = ring.r.Close()
+		_ = ring.m.Close()
+	}
+	b.backlog = nil
 }

@@ -1,6 +1,7 @@
 package bpf
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -44,8 +45,8 @@ func TestPinnedLayout2IsMigrated(t *testing.T) {
 
 	b := openPinned(t, Options{PinRoot: root})
 	p, _ := b.Pinned()
-	if p.MigratedFrom != layoutDir(root, 2) || p.Dir != layoutDir(root, 3) || p.MigratedRoots != 1 || p.MigratedMembers != 2 {
-		t.Fatalf("pinned %+v, want layout 2's root and two members moved into layout 3", p)
+	if p.MigratedFrom != layoutDir(root, 2) || p.Dir != layoutDir(root, LayoutVersion) || p.MigratedRoots != 1 || p.MigratedMembers != 2 {
+		t.Fatalf("pinned %+v, want layout 2's root and two members moved into layout %d", p, LayoutVersion)
 	}
 	if !spared(t, b, child) || spared(t, b, id) {
 		t.Errorf("spare marks after the move: child %v, root %v; want the child's alone", spared(t, b, child), spared(t, b, id))
@@ -58,7 +59,61 @@ func TestPinnedLayout2IsMigrated(t *testing.T) {
 		t.Errorf("keep_exes %+v, want the moved root's rule", keys)
 	}
 	if _, err := os.Stat(filepath.Join(p.Dir, lineageMapKeepExes)); err != nil {
-		t.Errorf("layout 3 pins no keep_exes map: %v", err)
+		t.Errorf("layout %d pins no keep_exes map: %v", LayoutVersion, err)
+	}
+}
+
+// A set pinned by layout 3, which had no drops map, moves into the
+// current layout, and the events its ring buffer holds (written while no
+// tracker read them) are delivered before the new set's own.
+func TestPinnedLayout3IsMigratedWithItsBacklog(t *testing.T) {
+	root := testutil.PinRoot(t)
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	testutil.KillAtCleanup(t, mark)
+
+	old := openPinned(t, Options{PinRoot: root, layout: 3})
+	if err := os.Remove(filepath.Join(layoutDir(root, 3), lineageMapDrops)); err != nil {
+		t.Fatal(err)
+	}
+	// No reader runs: the job's events wait in the old set's ring.
+	id, j := spawn(t, old, "/bin/true backlog", loader.RootOptions{})
+	if err := j.wait(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the root's exit", 5*time.Second, func() bool {
+		st, err := old.Stats()
+		return err == nil && st.Exits >= 2
+	})
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	b := openPinned(t, Options{PinRoot: root})
+	if p, _ := b.Pinned(); p.MigratedFrom != layoutDir(root, 3) || p.Dir != layoutDir(root, LayoutVersion) {
+		t.Fatalf("pinned %+v, want layout 3's set moved into layout %d", p, LayoutVersion)
+	}
+	if _, err := os.Stat(layoutDir(root, 3)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("layout 3's set is still pinned: %v", err)
+	}
+	rec := record(t, b)
+	var kinds []lineage.EventKind
+	waitFor(t, "the root's exit from the old ring", 5*time.Second, func() bool {
+		kinds = kinds[:0]
+		exited := false
+		for _, ev := range rec.snapshot() {
+			if ev.Process == id {
+				kinds = append(kinds, ev.Kind)
+				exited = exited || ev.Kind == lineage.EventExit
+			}
+		}
+		return exited
+	})
+	if !slices.Contains(kinds, lineage.EventFork) || !slices.Contains(kinds, lineage.EventExec) {
+		t.Errorf("the root's events from the old ring: %v, want its fork, exec and exit", kinds)
+	}
+	if st, err := b.Stats(); err != nil || st.Undecodable != 0 {
+		t.Errorf("stats %+v, %v: the old ring's records must decode", st, err)
 	}
 }
 

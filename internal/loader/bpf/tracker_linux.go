@@ -118,8 +118,12 @@ type Tracker struct {
 	inspector  *inspector
 	inspectOff string
 	reader     *ringbuf.Reader
-	proc       proc.FS
-	loaded     loader.Loaded
+	// backlog are the rings of sets moved into this one, to read before
+	// reader (keepBacklog); backlogMu guards it (Run and Close).
+	backlog   []backlogRing
+	backlogMu sync.Mutex
+	proc      proc.FS
+	loaded    loader.Loaded
 	// bss is the program's .bss map, which a pinned set shares.
 	bss *ebpf.Map
 	// pinned is set when the tracker is pinned; pinLock, an flock on the
@@ -142,6 +146,8 @@ type Tracker struct {
 	syncs syncWaiters
 	// adopted counts members adopted from /proc after skipped forks.
 	adopted atomic.Uint64
+	// gaps places the events the kernel dropped (gaps_linux.go).
+	gaps gapLog
 }
 
 var _ loader.Backend = (*Tracker)(nil)
@@ -279,7 +285,7 @@ func (b *Tracker) load(spec *ebpf.CollectionSpec, kernel *btf.Spec) error {
 	if b.reader, err = ringbuf.NewReader(b.objs.Events); err != nil {
 		return fmt.Errorf("open ring buffer: %w", err)
 	}
-	return nil
+	return b.startGaps()
 }
 
 // Name implements Backend.
@@ -307,6 +313,7 @@ func (b *Tracker) Close() error {
 		if b.reader != nil {
 			errs = append(errs, b.reader.Close())
 		}
+		b.closeBacklog()
 		for _, l := range b.links {
 			errs = append(errs, l.Close())
 		}
