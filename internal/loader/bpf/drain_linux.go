@@ -96,6 +96,7 @@ func (q *batches) put(bt *batch) {
 func (b *Tracker) drain(ctx context.Context, q *batches) error {
 	runtime.LockOSThread()
 	_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), readerNice)
+	expNice()
 	defer close(q.full)
 	var rec ringbuf.Record
 	var sent uint64 // the last Sync sequence a batch lets go
