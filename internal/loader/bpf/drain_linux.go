@@ -10,7 +10,6 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
-	"golang.org/x/sys/unix"
 )
 
 // Run reads the ring buffer on a thread of its own (drain) and delivers
@@ -19,16 +18,13 @@ import (
 // their consumer, so that the few time slices a busy machine gives it
 // are enough. Records wait in batches between the two, batchesQueued of
 // them at most: past that, the drain waits, the ring fills and the kernel
-// counts (and logs) what it drops. The drain's thread runs at readerNice
-// where lineage may raise its priority (CAP_SYS_NICE), so that a fork
-// storm's hundreds of runnable processes don't starve it: it only ever
-// runs for as long as there are records to copy. docs/benchmarks.md
-// ("The reader") has what each step bought.
+// counts (and logs) what it drops. docs/benchmarks.md ("The reader") has
+// what it bought (a higher priority for the drain's thread bought
+// nothing that could be told from the noise, and is not taken).
 const (
 	batchRecords  = 512
 	batchBytes    = 128 << 10
 	batchesQueued = 64
-	readerNice    = -10
 )
 
 // batch is records read from the ring buffer one after the other: their
@@ -91,12 +87,10 @@ func (q *batches) put(bt *batch) {
 
 // drain copies the ring buffer's records into batches for q until ctx is
 // done and the ring is empty, or the reader is closed; then it closes
-// q.full. It runs on a thread of its own, at readerNice where it may; the
-// thread ends with it, its priority with it.
+// q.full. It runs on a thread of its own.
 func (b *Tracker) drain(ctx context.Context, q *batches) error {
 	runtime.LockOSThread()
-	_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), readerNice)
-	expNice()
+	defer runtime.UnlockOSThread()
 	defer close(q.full)
 	var rec ringbuf.Record
 	var sent uint64 // the last Sync sequence a batch lets go

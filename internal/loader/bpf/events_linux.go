@@ -65,9 +65,6 @@ func (b *Tracker) Stats() (loader.Stats, error) {
 // Run implements Backend. It reads the ring buffer on a thread of its own
 // (drain) and decodes and delivers what that read from this goroutine.
 func (b *Tracker) Run(ctx context.Context, fn func(lineage.Event)) error {
-	if expInline() {
-		return b.runInline(ctx, fn)
-	}
 	// Wake the reader as soon as ctx is done, rather than at its next poll.
 	stop := context.AfterFunc(ctx, func() { _ = b.reader.Flush() })
 	defer stop()
