@@ -10,7 +10,8 @@
 //     and standalone, each against no lineage at all measured just before
 //     (daemonforks_linux.go);
 //   - with -record, only the spawner's rates under `lineage run` with and
-//     without --record;
+//     without --record, and the events a second the record sustains
+//     before its first loss, by ring size (sustain_linux.go);
 //   - the reap at every width (10 to 5,000 leftovers): cgroup.kill, a
 //     minimal pidfd killer, `lineage run` standalone and through the
 //     daemon, and a session close, job exit → reaper exit;
@@ -58,6 +59,7 @@ func main() {
 	cf := clientFlags()
 	sb := serveFlags()
 	fr := forkFlags()
+	sf := sustainFlagSet()
 	flag.Parse()
 	sizes, err := parseSizes(*reapSizes)
 	if err != nil {
@@ -92,6 +94,14 @@ func main() {
 			fail(err)
 		}
 		printRecordRates(rates)
+		if *sf.rounds > 0 {
+			load := loadAverage()
+			res, rings, err := measureSustained(*lineageBin, spawner, sf)
+			if err != nil {
+				fail(err)
+			}
+			printSustained(res, rings, sf, load)
+		}
 		return
 	}
 	variants, err := usableVariants(*variantList)

@@ -71,3 +71,31 @@ func TestServeMetricsBadFlags(t *testing.T) {
 		}
 	}
 }
+
+// --ring-bytes: a daemon that writes records gets the record's size
+// unless told; a size given wins.
+func TestServeRingBytes(t *testing.T) {
+	base := serveOptions{Backend: "auto", SocketMode: "0660", RecordKeep: server.DefaultRecordKeep, MaxMembers: loader.DefaultMaxMembers, PinDir: pinNone}
+	given := base
+	if err := given.RingBytes.Set("64K"); err != nil {
+		t.Fatal(err)
+	}
+	withDir := given
+	withDir.RecordDir = "/tmp/r"
+	records := base
+	records.RecordDir = "/tmp/r"
+	for name, c := range map[string]struct {
+		o    serveOptions
+		want uint32
+	}{
+		"no records": {base, loader.DefaultRingBytes},
+		"records":    {records, loader.RecordRingBytes},
+		"given":      {given, 64 << 10},
+		"given, dir": {withDir, 64 << 10},
+	} {
+		opts, _, err := c.o.options()
+		if err != nil || opts.Tracker.RingBytes != c.want {
+			t.Errorf("%s: ring %d, %v; want %d", name, opts.Tracker.RingBytes, err, c.want)
+		}
+	}
+}

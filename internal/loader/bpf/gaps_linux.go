@@ -81,7 +81,12 @@ func (b *Tracker) Gaps(mark loader.GapMark) ([]loader.Gap, loader.GapMark, error
 		return nil, mark, nil // a handoff reads no events
 	}
 	err := b.lookForGaps(true)
-	g := &b.gaps
+	gaps, next := b.gaps.since(mark)
+	return gaps, next, err
+}
+
+// since returns the gaps after mark, and the mark that ends them.
+func (g *gapLog) since(mark loader.GapMark) ([]loader.Gap, loader.GapMark) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	var out []loader.Gap
@@ -103,7 +108,7 @@ func (b *Tracker) Gaps(mark loader.GapMark) ([]loader.Gap, loader.GapMark, error
 		}
 		out = append(out, gap)
 	}
-	return out, loader.GapMark(g.total), err
+	return out, loader.GapMark(g.total)
 }
 
 // GapMark implements loader.GapLog.
