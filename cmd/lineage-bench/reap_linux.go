@@ -157,41 +157,46 @@ func firstLine(s string) string {
 // pidfd and waits until each pidfd says its process is gone; it reaps
 // them after the clock stops. It is the least a reaper of identities can
 // do: no check, no report.
-func pidfdKill(n int, sig unix.Signal, tag string) (time.Duration, error) {
+func pidfdKill(n int, sig unix.Signal, tag string) (empty, reaped time.Duration, err error) {
 	cmd := exec.Command("sh", "-c", reapJob(n, tag))
 	j, err := hold(cmd)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := cmd.Start(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := j.release(n, tag); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	_ = cmd.Wait()
 	pids, err := sleepingChildren(n)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	defer reapChildren(pids)
+	waited := false
+	defer func() {
+		if !waited {
+			reapChildren(pids)
+		}
+	}()
 	start := time.Now()
 	fds := make([]unix.PollFd, 0, len(pids))
 	for _, pid := range pids {
 		// Our own children: their pids can't be reused before we reap them.
 		fd, err := unix.PidfdOpen(pid, 0)
 		if err != nil {
-			return 0, fmt.Errorf("pidfd_open %d: %w", pid, err)
+			return 0, 0, fmt.Errorf("pidfd_open %d: %w", pid, err)
 		}
 		defer unix.Close(fd)
 		if err := unix.PidfdSendSignal(fd, sig, nil, 0); err != nil {
-			return 0, fmt.Errorf("signal %d: %w", pid, err)
+			return 0, 0, fmt.Errorf("signal %d: %w", pid, err)
 		}
 		fds = append(fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
 	}
 	for len(fds) > 0 {
 		if _, err := unix.Poll(fds, -1); err != nil && err != unix.EINTR {
-			return 0, err
+			return 0, 0, err
 		}
 		left := fds[:0]
 		for _, p := range fds {
@@ -201,7 +206,10 @@ func pidfdKill(n int, sig unix.Signal, tag string) (time.Duration, error) {
 		}
 		fds = left
 	}
-	return time.Since(start), nil
+	empty = time.Since(start)
+	reapChildren(pids)
+	waited = true
+	return empty, time.Since(start), nil
 }
 
 // cgroupKill starts the job in a scratch cgroup of the unified hierarchy
@@ -209,43 +217,48 @@ func pidfdKill(n int, sig unix.Signal, tag string) (time.Duration, error) {
 // exited, writes 1 to cgroup.kill and waits until cgroup.events says the
 // cgroup is empty. The leftovers are reparented to this process (a child
 // subreaper), which reaps them after the clock stops.
-func cgroupKill(root string, n int, tag string) (time.Duration, error) {
+func cgroupKill(root string, n int, tag string) (empty, reaped time.Duration, err error) {
 	dir, err := os.MkdirTemp(root, "lineage-bench-")
 	if err != nil {
-		return 0, fmt.Errorf("scratch cgroup: %w", err)
+		return 0, 0, fmt.Errorf("scratch cgroup: %w", err)
 	}
 	defer os.Remove(dir)
 	cg, err := os.Open(dir)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer cg.Close()
 	cmd := exec.Command("sh", "-c", reapJob(n, tag))
 	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(cg.Fd())}
 	j, err := hold(cmd)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := cmd.Start(); err != nil {
-		return 0, fmt.Errorf("start in the cgroup: %w", err)
+		return 0, 0, fmt.Errorf("start in the cgroup: %w", err)
 	}
 	if err := j.release(n, tag); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	_ = cmd.Wait()
 	pids, err := sleepingChildren(n)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	defer reapChildren(pids)
+	waited := false
+	defer func() {
+		if !waited {
+			reapChildren(pids)
+		}
+	}()
 	events, err := os.Open(filepath.Join(dir, "cgroup.events"))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer events.Close()
 	start := time.Now()
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0); err != nil {
-		return 0, fmt.Errorf("cgroup.kill: %w", err)
+		return 0, 0, fmt.Errorf("cgroup.kill: %w", err)
 	}
 	// cgroup.events is a pollable file: a change of populated wakes
 	// POLLPRI.
@@ -253,14 +266,17 @@ func cgroupKill(root string, n int, tag string) (time.Duration, error) {
 	for {
 		k, err := events.ReadAt(buf, 0)
 		if err != nil && err != io.EOF {
-			return 0, err
+			return 0, 0, err
 		}
 		if bytes.Contains(buf[:k], []byte("populated 0")) {
-			return time.Since(start), nil
+			empty = time.Since(start)
+			reapChildren(pids)
+			waited = true
+			return empty, time.Since(start), nil
 		}
 		fds := []unix.PollFd{{Fd: int32(events.Fd()), Events: unix.POLLPRI}}
 		if _, err := unix.Poll(fds, 1000); err != nil && err != unix.EINTR {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 }
@@ -332,16 +348,21 @@ func becomeSubreaper() error {
 	return nil
 }
 
-// The reapers, in the table's order.
+// The reapers, in the table's order. cgroup.kill and the pidfd killer are
+// timed twice in each round: until their leftovers are dead, and until
+// they are reaped too (wait4, one by one), as lineage run, their subreaper,
+// reaps them before it exits.
 const (
-	reaperCgroup = "cgroup.kill"
-	reaperPidfd  = "pidfd killer"
-	reaperRun    = "`lineage run`"
-	reaperDaemon = "`lineage run` via daemon"
-	reaperClose  = "session close"
+	reaperCgroup       = "cgroup.kill"
+	reaperCgroupReaped = "cgroup.kill + wait4"
+	reaperPidfd        = "pidfd killer"
+	reaperPidfdReaped  = "pidfd killer + wait4"
+	reaperRun          = "`lineage run`"
+	reaperDaemon       = "`lineage run` via daemon"
+	reaperClose        = "session close"
 )
 
-var reapers = []string{reaperCgroup, reaperPidfd, reaperRun, reaperDaemon, reaperClose}
+var reapers = []string{reaperCgroup, reaperCgroupReaped, reaperPidfd, reaperPidfdReaped, reaperRun, reaperDaemon, reaperClose}
 
 type reapKey struct {
 	n      int
@@ -362,7 +383,7 @@ func measureReap(lineageBin string, sizes []int, rounds int) (map[reapKey][]floa
 	cgroups := unifiedRoot()
 	var cols []string
 	for _, r := range reapers {
-		if r != reaperCgroup || cgroups != "" {
+		if (r != reaperCgroup && r != reaperCgroupReaped) || cgroups != "" {
 			cols = append(cols, r)
 		}
 	}
@@ -370,13 +391,17 @@ func measureReap(lineageBin string, sizes []int, rounds int) (map[reapKey][]floa
 	for round := 0; round < rounds; round++ {
 		for _, n := range sizes {
 			for _, r := range cols {
-				var took time.Duration
+				var took, reaped time.Duration
 				tag := fmt.Sprintf("%d%03d%06d", round, n%1000, os.Getpid()%1000000)
 				switch r {
+				case reaperCgroupReaped, reaperPidfdReaped:
+					continue // timed with the reaper before it
 				case reaperCgroup:
-					took, err = cgroupKill(cgroups, n, tag)
+					took, reaped, err = cgroupKill(cgroups, n, tag)
+					out[reapKey{n, reaperCgroupReaped}] = append(out[reapKey{n, reaperCgroupReaped}], float64(reaped))
 				case reaperPidfd:
-					took, err = pidfdKill(n, unix.SIGTERM, tag)
+					took, reaped, err = pidfdKill(n, unix.SIGTERM, tag)
+					out[reapKey{n, reaperPidfdReaped}] = append(out[reapKey{n, reaperPidfdReaped}], float64(reaped))
 				case reaperRun:
 					took, err = runReap(lineageBin, "", n, tag)
 				case reaperDaemon:

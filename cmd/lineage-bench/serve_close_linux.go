@@ -26,7 +26,7 @@ func measureClose(daemons map[string]*serveDaemon, rounds, roots, each int) (map
 	slices.Sort(names)
 	out := make(map[string][]float64)
 	for r := 0; r < rounds; r++ {
-		floor, err := pidfdKill(roots*each, unix.SIGKILL, fmt.Sprintf("%d%06d", r, os.Getpid()%1000000))
+		floor, _, err := pidfdKill(roots*each, unix.SIGKILL, fmt.Sprintf("%d%06d", r, os.Getpid()%1000000))
 		if err != nil {
 			return nil, fmt.Errorf("floor: %w", err)
 		}

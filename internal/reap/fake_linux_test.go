@@ -65,6 +65,7 @@ func (f *fakeProc) write(pid int, stat, cmdline []byte) {
 // fakeProcess is one process of a fake tree.
 type fakeProcess struct {
 	pid    int
+	ppid   int // 1 unless set
 	start  uint64
 	state  string // "S" unless set
 	pgrp   int    // its own pid unless set
@@ -85,7 +86,11 @@ func (f *fakeProc) add(p fakeProcess) lineage.Identity {
 		flags = 0x00200000 // PF_KTHREAD
 	}
 	// Fields 3, 4, 5, 6, 9 and 22 of proc(5), counted from field 3.
-	fields[0], fields[1], fields[2], fields[3] = state, "1", strconv.Itoa(pgrp), strconv.Itoa(pgrp)
+	ppid := p.ppid
+	if ppid == 0 {
+		ppid = 1
+	}
+	fields[0], fields[1], fields[2], fields[3] = state, strconv.Itoa(ppid), strconv.Itoa(pgrp), strconv.Itoa(pgrp)
 	fields[6] = strconv.FormatUint(flags, 10)
 	fields[19] = strconv.FormatUint(p.start, 10)
 	line := fmt.Sprintf("%d (fake) %s\n", p.pid, strings.Join(fields, " "))
@@ -582,4 +587,31 @@ func readFakeStat(f *fakeProc, pid uint32) (lineage.Stat, error) {
 		return lineage.Stat{}, err
 	}
 	return lineage.ParseStat(int(pid), b, "")
+}
+
+// Options.ReapChild is asked about each member seen to exit that was the
+// reaper's child when checked, and about no other; the status it returns
+// is the member's.
+func TestFakeReapChild(t *testing.T) {
+	f := newFakeProc(t)
+	s := newFakeSignaler(f)
+	s.react = func(pid int, sig syscall.Signal) bool { return sig == syscall.SIGTERM }
+	child := f.add(fakeProcess{pid: 40301, ppid: os.Getpid(), start: 5000})
+	stranger := f.add(fakeProcess{pid: 40302, start: 5000})
+	var asked []int
+	reapChild := func(pid int) (lineage.ExitStatus, bool) {
+		asked = append(asked, pid)
+		return lineage.ExitStatus(syscall.SIGTERM), true
+	}
+	given := func() (lineage.Containment, error) { return "kernel", nil }
+	_, out := fakeReap(t, f, s, listed(s, child, stranger), Options{Grace: time.Second, Contain: given, ReapChild: reapChild})
+	if !slices.Equal(asked, []int{int(child.PID)}) {
+		t.Errorf("ReapChild asked about %v, want only the child %d", asked, child.PID)
+	}
+	if o := out[child]; o.Result != lineage.Terminated || o.Status == nil || *o.Status != lineage.ExitStatus(syscall.SIGTERM) {
+		t.Errorf("child: %s, status %v; want terminated with the status ReapChild gave", o.Result, o.Status)
+	}
+	if o := out[stranger]; o.Result != lineage.Terminated || o.Status != nil {
+		t.Errorf("stranger: %s, status %v; want terminated, no status", o.Result, o.Status)
+	}
 }

@@ -96,6 +96,13 @@ type Options struct {
 	// checks several at once; when it fails, the reaper reads /proc.
 	Inspect func(pids []uint32, out []lineage.Stat) error
 
+	// ReapChild, if set, is called with the pid of each member seen to
+	// exit, at once: where the member is the caller's child (a subreaper's
+	// orphan) it reaps it and returns its exit status, so that a reap of
+	// many leaves no zombie to wait for after the last death. It returns
+	// false for any other pid.
+	ReapChild func(pid int) (lineage.ExitStatus, bool)
+
 	// ProcRoot is where /proc is mounted; "" means "/proc". It must show
 	// the reaper itself and its ancestors, which are protected.
 	ProcRoot string

@@ -307,9 +307,23 @@ func (r *reaper) await(timeout time.Duration) error {
 	for _, p := range pins {
 		if v, ok := r.byPin[p]; ok && (v.live || v.out.Result == lineage.Survived) {
 			r.ended(v)
+			r.reapChild(v)
 		}
 	}
 	return nil
+}
+
+// reapChild reaps v, just seen to exit, with Options.ReapChild, and keeps
+// the status it gets. Only a member that was the reaper's child when last
+// checked is asked about: its pid can't have been reused before the reaper
+// reaps it, so the status is its own.
+func (r *reaper) reapChild(v *victim) {
+	if r.opts.ReapChild == nil || v.statGen == 0 || v.stat.PPID != r.guard.self {
+		return
+	}
+	if st, ok := r.opts.ReapChild(int(v.id.PID)); ok && v.out.Status == nil {
+		v.out.Status = &st
+	}
 }
 
 // abort kills every live victim without waiting: the reap was cut short.

@@ -153,7 +153,41 @@ func (c *Children) reapOne() bool {
 	if err != nil || pid <= 0 {
 		return false
 	}
+	c.report(pid, lineage.ExitStatus(ws))
+	return true
+}
+
+// ReapExited reaps pid, if it is a child of the process that has exited,
+// with one wait4(2) for that pid alone (which looks at no other child), and
+// reports it as the loop would: to OnReap, then to its waiters or kept for
+// a later Wait. It returns the status when it reaped pid. It is for a reap
+// of many children while reaping is paused: each reaped as it is seen to
+// die costs the same whatever the number of children, and the last die
+// with nothing left to reap. It waits while reaping is held ([Children.Hold]).
+func (c *Children) ReapExited(pid int) (lineage.ExitStatus, bool) {
+	if pid <= 0 {
+		return 0, false
+	}
+	c.holding.Lock()
+	defer c.holding.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ws unix.WaitStatus
+	got, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+	for errors.Is(err, unix.EINTR) {
+		got, err = unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+	}
+	if err != nil || got != pid {
+		return 0, false
+	}
 	status := lineage.ExitStatus(ws)
+	c.report(pid, status)
+	return status, true
+}
+
+// report hands a reaped child's status to OnReap and to its waiters, or
+// keeps it. Callers hold c.mu.
+func (c *Children) report(pid int, status lineage.ExitStatus) {
 	if c.onReap != nil {
 		c.onReap(pid, status)
 	}
@@ -165,7 +199,6 @@ func (c *Children) reapOne() bool {
 	} else {
 		c.keep(pid, status)
 	}
-	return true
 }
 
 // maxUnclaimed bounds the statuses kept for children nobody has asked

@@ -35,6 +35,15 @@ func TestMain(m *testing.M) {
 		fmt.Println("supervisor: ok")
 		os.Exit(0)
 	}
+	if os.Getenv(helperEnv) == "reap-exited" {
+		// The supervisor side of TestChildrenReapExited.
+		if err := superviseReapExited(); err != nil {
+			fmt.Println("supervisor:", err)
+			os.Exit(1)
+		}
+		fmt.Println("supervisor: ok")
+		os.Exit(0)
+	}
 	if os.Getenv(helperEnv) == "1" {
 		// The supervisor side of TestChildrenReapsOrphansAndReportsTheJob.
 		if err := superviseJob(); err != nil {
@@ -183,6 +192,71 @@ func TestChildrenPauseLeavesZombiesUntilResumed(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "supervisor: ok") {
 		t.Fatalf("supervisor: %v\n%s", err, out)
 	}
+}
+
+// While reaping is paused, ReapExited reaps the one child it names once it
+// has exited, hands its status to the child's waiter and to OnReap, and
+// reaps nothing else: not a child still running, not a pid that is no child.
+func TestChildrenReapExited(t *testing.T) {
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), helperEnv+"=reap-exited")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "supervisor: ok") {
+		t.Fatalf("supervisor: %v\n%s", err, out)
+	}
+}
+
+func superviseReapExited() error {
+	children := WatchChildren()
+	defer children.Close()
+	resume := children.Pause()
+	defer resume()
+	var reaped []int
+	children.OnReap(func(pid int, _ lineage.ExitStatus) { reaped = append(reaped, pid) })
+	exited := exec.Command("sh", "-c", "exit 7")
+	running := exec.Command("sleep", "30")
+	for _, c := range []*exec.Cmd{exited, running} {
+		if err := c.Start(); err != nil {
+			return err
+		}
+	}
+	defer func() {
+		_ = running.Process.Kill()
+		_, _ = children.ReapExited(running.Process.Pid)
+	}()
+	pid := exited.Process.Pid
+	status := children.Wait(pid)
+	if err := waitZombie(pid); err != nil {
+		return err
+	}
+	if _, ok := children.ReapExited(running.Process.Pid); ok {
+		return fmt.Errorf("a running child was reaped")
+	}
+	if _, ok := children.ReapExited(os.Getppid()); ok {
+		return fmt.Errorf("the parent, no child, was reaped")
+	}
+	st, ok := children.ReapExited(pid)
+	if code, exitedOK := st.Exited(); !ok || !exitedOK || code != 7 {
+		return fmt.Errorf("ReapExited(%d) = %v, %v; want exit 7, true", pid, st, ok)
+	}
+	if _, again := children.ReapExited(pid); again {
+		return fmt.Errorf("pid %d reaped twice", pid)
+	}
+	select {
+	case got := <-status:
+		if got != st {
+			return fmt.Errorf("the waiter got %v, ReapExited %v", got, st)
+		}
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("the waiter got nothing")
+	}
+	if len(reaped) != 1 || reaped[0] != pid {
+		return fmt.Errorf("OnReap saw %v, want [%d]", reaped, pid)
+	}
+	if _, err := state(pid); err == nil {
+		return fmt.Errorf("pid %d still in /proc after it was reaped", pid)
+	}
+	return nil
 }
 
 func supervisePaused() error {

@@ -97,13 +97,14 @@ func (j *Job) Reap(ctx context.Context, d policy.Decision, opts job.ReapOptions)
 	// children: reap them after, not one by one as they die.
 	resume := t.children.Pause()
 	r, err := reap.Reap(ctx, j.source(), reap.Options{
-		Linger:  opts.Linger,
-		Grace:   opts.Grace,
-		Timeout: opts.Timeout,
-		Contain: func() (lineage.Containment, error) { return t.backend.Contain(j.root) },
-		Keep:    j.keeper(),
-		Refuse:  refuser(t.caller, j.root, t.proc),
-		Inspect: t.inspector(),
+		Linger:    opts.Linger,
+		Grace:     opts.Grace,
+		Timeout:   opts.Timeout,
+		Contain:   func() (lineage.Containment, error) { return t.backend.Contain(j.root) },
+		Keep:      j.keeper(),
+		Refuse:    refuser(t.caller, j.root, t.proc),
+		Inspect:   t.inspector(),
+		ReapChild: t.children.ReapExited,
 	})
 	resume()
 	j.rep.Reap = &r

@@ -174,7 +174,8 @@ func (t *Tracker) reapAll(ctx context.Context, roots []lineage.Identity, byRoot 
 			}
 			return fmt.Sprintf("not of a root being settled (root %s)", m.Root), true
 		},
-		Inspect: t.inspector(),
+		Inspect:   t.inspector(),
+		ReapChild: t.children.ReapExited,
 	})
 	parts := splitReap(r, roots)
 	for _, root := range roots {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -43,8 +44,12 @@ func TestRunOutputAndMemoryAreBounded(t *testing.T) {
 			requireBackend(t, backend)
 			mark := testutil.Marker(t)
 			testutil.CheckNoLeaks(t, mark)
-			script := fmt.Sprintf(`big=$(head -c 102400 /dev/zero | tr '\0' x)
-i=0; while [ $i -lt 200 ]; do sh -c 'sleep %s; :' "$big" & i=$((i+1)); done; sleep 1`, testutil.Sleep(mark))
+			// Each shell says when its sleep runs; the job ends once all
+			// 200 do (a loaded machine takes its time to fork them).
+			ready := filepath.Join(t.TempDir(), "ready")
+			script := fmt.Sprintf(`big=$(head -c 102400 /dev/zero | tr '\0' x); : > %[2]q
+i=0; while [ $i -lt 200 ]; do sh -c 'sleep %[1]s & echo >> "$0"; wait' %[2]q "$big" & i=$((i+1)); done
+while [ "$(wc -l < %[2]q)" -lt 200 ]; do sleep 0.02; done`, testutil.Sleep(mark), ready)
 			res := runJob(t, mark, nil, "--backend", backend, "--", "sh", "-c", script)
 			if n := len(res.stderr); n > 400*1024 {
 				t.Errorf("lineage printed %d bytes", n)
