@@ -55,7 +55,7 @@ func main() {
 	recordOnly := flag.Bool("record", false, "measure only what `lineage run --record` costs the spawner")
 	reapRounds := flag.Int("reap-rounds", 3, "interleaved rounds per reap figure")
 	reapSizes := flag.String("reap-sizes", "10,100,300,1000,5000", "the numbers of leftovers the reap is measured at")
-	only := flag.String("only", "", `"reap": measure the reap latency alone; "daemon": lineage run through a daemon against standalone; "serve": the sidecar's figures alone; "clients": the Python client's and the pytest plugin's`)
+	only := flag.String("only", "", `"reap": measure the reap latency alone; "rates": the spawner's rates untracked and tracked, by variant, alone; "daemon": lineage run through a daemon against standalone; "serve": the sidecar's figures alone; "clients": the Python client's and the pytest plugin's`)
 	cf := clientFlags()
 	sb := serveFlags()
 	fr := forkFlags()
@@ -70,6 +70,7 @@ func main() {
 		"clients": func() { benchClients(*lineageBin, *cf) },
 		"daemon":  func() { benchDaemon(*lineageBin, *runs, *fr) },
 		"reap":    func() { benchReap(*lineageBin, sizes, *reapRounds) },
+		"rates":   func() { benchRates(*variantList, *rounds, *forks, *execs) },
 	}
 	if bench, ok := alone[*only]; ok {
 		fmt.Printf("## lineage benchmarks\n\n%s\n\n%s\n\n", machine(), binaries(*lineageBin))
@@ -129,6 +130,29 @@ func main() {
 	printWalls(walls)
 	benchReap(*lineageBin, sizes, *reapRounds)
 	benchServe(*lineageBin, *sb)
+}
+
+// benchRates measures and prints the spawner's rates alone: no tracker,
+// and each variant loaded and tracking.
+func benchRates(variantList string, rounds, forks, execs int) {
+	dir, err := tempDir("", "lineage-bench")
+	if err != nil {
+		fail(err)
+	}
+	defer os.RemoveAll(dir)
+	spawner, err := buildSpawner(dir)
+	if err != nil {
+		fail(err)
+	}
+	variants, err := usableVariants(variantList)
+	if err != nil {
+		fail(err)
+	}
+	rates, err := measureRates(spawner, variants, rounds, forks, execs)
+	if err != nil {
+		fail(err)
+	}
+	printRates(rates, variants)
 }
 
 // parseSizes reads -reap-sizes.

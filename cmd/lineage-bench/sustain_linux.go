@@ -24,17 +24,51 @@ type sustainFlags struct {
 	seconds *float64
 	workers *int
 	argv    *int
+	hog     *bool
 }
 
 func sustainFlagSet() *sustainFlags {
 	return &sustainFlags{
-		rounds:  flag.Int("sustain-rounds", 3, "rounds of the record's sustained-rate figure (with -record)"),
+		rounds:  flag.Int("sustain-rounds", 3, "rounds of the record's sustained-rate figure (with -record; 0: skip it)"),
 		rings:   flag.String("sustain-rings", "64K,256K,1M,8M", "the ring buffer sizes the sustained rate is measured at"),
-		rates:   flag.String("sustain-rates", "250,500,1000,2000,4000,8000", "the paced spawner's offered rates, processes a second, each run fork+exec+exit (3 events)"),
+		rates:   flag.String("sustain-rates", "500,1000,2000,4000,8000,16000", "the paced spawner's offered rates, processes a second"),
 		seconds: flag.Float64("sustain-seconds", 2, "how long each paced run spawns"),
 		workers: flag.Int("sustain-workers", 4, "the paced spawner's parallel workers"),
-		argv:    flag.Int("sustain-argv", 300, "bytes of argv each spawned process execs with"),
+		argv:    flag.Int("sustain-argv", 300, "bytes of argv each process of the exec workload execs with"),
+		hog:     flag.Bool("sustain-hog", true, "run a busy loop on every CPU beside the sustained-rate figure, as a loaded CI machine does"),
 	}
+}
+
+// sustainWorkloads are the sustained-rate figure's workloads: processes
+// that fork and exec (3 events each), and processes that fork and exit
+// (2 events each), which come faster.
+var sustainWorkloads = []struct {
+	name string
+	exec bool
+}{{"fork+exec+exit", true}, {"fork+exit", false}}
+
+// startHogs starts a busy loop on every CPU, for at most an hour; the
+// function it returns ends them, by the pids it holds.
+func startHogs(spawner string) (stop func(), err error) {
+	var cmds []*exec.Cmd
+	stop = func() {
+		for _, c := range cmds {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+	}
+	for cpu := range machineCPUs() {
+		c := exec.Command(spawner, "spin", "3600")
+		if _, err := exec.LookPath("taskset"); err == nil {
+			c = exec.Command("taskset", "-c", strconv.Itoa(cpu), spawner, "spin", "3600")
+		}
+		if err := c.Start(); err != nil {
+			stop()
+			return nil, err
+		}
+		cmds = append(cmds, c)
+	}
+	return stop, nil
 }
 
 // sustained is one ring size's result in one round: the highest event
@@ -45,10 +79,16 @@ type sustained struct {
 	firstLoss int
 }
 
-// measureSustained runs, in each round and for each ring size (in a
-// rotating order), the paced spawner under `lineage run --record
+// sustainKey names one row of the figure.
+type sustainKey struct {
+	ring     uint32
+	workload string
+}
+
+// measureSustained runs, in each round, for each workload and ring size
+// (in a rotating order), the paced spawner under `lineage run --record
 // --ring-bytes SIZE` at rising rates, until a run loses events.
-func measureSustained(lineageBin, spawner string, f *sustainFlags) (map[uint32][]sustained, []uint32, error) {
+func measureSustained(lineageBin, spawner string, f *sustainFlags) (map[sustainKey][]sustained, []uint32, error) {
 	rings, err := parseRings(*f.rings)
 	if err != nil {
 		return nil, nil, err
@@ -62,23 +102,37 @@ func measureSustained(lineageBin, spawner string, f *sustainFlags) (map[uint32][
 		return nil, nil, err
 	}
 	defer os.RemoveAll(dir)
-	out := make(map[uint32][]sustained)
+	if *f.hog {
+		stop, err := startHogs(spawner)
+		if err != nil {
+			return nil, nil, fmt.Errorf("start the busy loops: %w", err)
+		}
+		defer stop()
+	}
+	out := make(map[sustainKey][]sustained)
 	for r := 0; r < *f.rounds; r++ {
-		for i := range rings {
-			ring := rings[(i+r)%len(rings)]
-			var s sustained
-			for _, rate := range rates {
-				events, lost, err := runPaced(lineageBin, spawner, ring, rate, f, filepath.Join(dir, "rec.jsonl"))
-				if err != nil {
-					return nil, nil, fmt.Errorf("ring %s, %d/s: %w", loader.FormatBytes(uint64(ring)), rate, err)
-				}
-				if lost > 0 {
-					s.firstLoss = rate
-					break
-				}
-				s.best = max(s.best, events)
+		for _, w := range sustainWorkloads {
+			argv := 0
+			if w.exec {
+				argv = *f.argv
 			}
-			out[ring] = append(out[ring], s)
+			for i := range rings {
+				ring := rings[(i+r)%len(rings)]
+				var s sustained
+				for _, rate := range rates {
+					events, lost, err := runPaced(lineageBin, spawner, ring, rate, argv, f, filepath.Join(dir, "rec.jsonl"))
+					if err != nil {
+						return nil, nil, fmt.Errorf("%s, ring %s, %d/s: %w", w.name, loader.FormatBytes(uint64(ring)), rate, err)
+					}
+					if lost > 0 {
+						s.firstLoss = rate
+						break
+					}
+					s.best = max(s.best, events)
+				}
+				k := sustainKey{ring, w.name}
+				out[k] = append(out[k], s)
+			}
 		}
 	}
 	return out, rings, nil
@@ -87,9 +141,9 @@ func measureSustained(lineageBin, spawner string, f *sustainFlags) (map[uint32][
 // runPaced runs the paced spawner at rate under `lineage run --record`
 // and returns the events a second the record saw (those it holds and
 // those it lost, over the spawner's time) and how many it lost.
-func runPaced(lineageBin, spawner string, ring uint32, rate int, f *sustainFlags, path string) (float64, uint64, error) {
+func runPaced(lineageBin, spawner string, ring uint32, rate, argv int, f *sustainFlags, path string) (float64, uint64, error) {
 	args := []string{"run", "-q", "--backend", "bpf", "--record", path, "--ring-bytes", strconv.FormatUint(uint64(ring), 10), "--",
-		spawner, "paced", strconv.Itoa(rate), strconv.FormatFloat(*f.seconds, 'f', -1, 64), strconv.Itoa(*f.argv), strconv.Itoa(*f.workers)}
+		spawner, "paced", strconv.Itoa(rate), strconv.FormatFloat(*f.seconds, 'f', -1, 64), strconv.Itoa(argv), strconv.Itoa(*f.workers)}
 	cmd := exec.Command(lineageBin, args...)
 	if _, err := exec.LookPath("taskset"); err == nil && machineCPUs() > 1 {
 		// Every CPU, whatever the benchmark itself is pinned to: the
@@ -169,29 +223,37 @@ func parseRates(list string) ([]int, error) {
 	return out, nil
 }
 
-func printSustained(res map[uint32][]sustained, rings []uint32, f *sustainFlags, load string) {
+func printSustained(res map[sustainKey][]sustained, rings []uint32, f *sustainFlags, load string) {
 	fmt.Println("### Events a second the record sustains before its first loss, by ring size")
 	fmt.Println()
-	fmt.Printf("The paced spawner (%d workers, each process fork+exec of /bin/true with %d bytes of argv, then exit: 3 events) under `lineage run --record --ring-bytes SIZE`, on every CPU, for %gs a run at rising offered rates (%s processes/s) until a run loses an event; %d rounds, ring sizes interleaved; load %s.\n",
-		*f.workers, *f.argv, *f.seconds, *f.rates, *f.rounds, load)
+	beside := "nothing else of the benchmark's"
+	if *f.hog {
+		beside = "a busy loop on every CPU"
+	}
+	fmt.Printf("The paced spawner (%d workers; fork+exec+exit: each process execs /bin/true with %d bytes of argv, 3 events; fork+exit: 2 events) under `lineage run --record --ring-bytes SIZE`, on every CPU, beside %s, for %gs a run at rising offered rates (%s processes/s) until a run loses an event; %d rounds, ring sizes interleaved; load %s.\n",
+		*f.workers, *f.argv, beside, *f.seconds, *f.rates, *f.rounds, load)
 	fmt.Println()
-	fmt.Println("| ring | events/s with none lost (median) | rounds' range | first offered rate that lost (processes/s, per round) |")
-	fmt.Println("|---|---|---|---|")
-	for _, ring := range rings {
-		var best []float64
-		var first []string
-		for _, s := range res[ring] {
-			best = append(best, s.best)
-			if s.firstLoss > 0 {
-				first = append(first, strconv.Itoa(s.firstLoss))
-			} else {
-				first = append(first, "none")
+	fmt.Println("| workload | ring | events/s with none lost (median) | rounds' range | first offered rate that lost (processes/s, per round) |")
+	fmt.Println("|---|---|---|---|---|")
+	for _, w := range sustainWorkloads {
+		for _, ring := range rings {
+			var best []float64
+			var first []string
+			for _, s := range res[sustainKey{ring, w.name}] {
+				best = append(best, s.best)
+				if s.firstLoss > 0 {
+					first = append(first, strconv.Itoa(s.firstLoss))
+				} else {
+					first = append(first, "none")
+				}
 			}
+			if len(best) == 0 {
+				continue
+			}
+			fmt.Printf("| %s | %s | %.0f | %.0f–%.0f | %s |\n", w.name, loader.FormatBytes(uint64(ring)), median(best), slices.Min(best), slices.Max(best), strings.Join(first, ", "))
 		}
-		lo, hi := slices.Min(best), slices.Max(best)
-		fmt.Printf("| %s | %.0f | %.0f–%.0f | %s |\n", loader.FormatBytes(uint64(ring)), median(best), lo, hi, strings.Join(first, ", "))
 	}
 	fmt.Println()
-	fmt.Println("\"none\": no run lost an event up to the highest rate offered; the figure is then the highest rate the machine reached, not the record's limit.")
+	fmt.Println("\"none\": no run lost an event up to the highest rate offered; the figure is then the highest rate the machine reached, not the record's limit. A round whose first rate lost has 0.")
 	fmt.Println()
 }

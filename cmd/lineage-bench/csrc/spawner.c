@@ -8,9 +8,13 @@
 //
 //   spawner paced RATE SECONDS ARGBYTES WORKERS
 //                    WORKERS processes each fork, exec /bin/true with one
-//                    argument of ARGBYTES bytes, and wait, at RATE/WORKERS
-//                    a second, for SECONDS; the same output, all workers'
-//                    processes counted (behind the pace, as fast as they can)
+//                    argument of ARGBYTES bytes (0: no exec, the child
+//                    exits), and wait, at RATE/WORKERS a second, for
+//                    SECONDS; the same output, all workers' processes
+//                    counted (behind the pace, as fast as they can)
+//
+//   spawner spin SECONDS
+//                    a busy loop for SECONDS (a CPU hog beside a figure)
 //
 //   spawner rss CMD [ARGS...]   fork, child execs CMD (its output to
 //                               /dev/null), parent wait4s; prints CMD's
@@ -71,8 +75,9 @@ static long paced_worker(double start, double period, double seconds, char *arg)
 		if (pid < 0)
 			return -1;
 		if (pid == 0) {
-			execve(child_argv[0], child_argv, child_env);
-			_exit(127);
+			if (arg)
+				execve(child_argv[0], child_argv, child_env);
+			_exit(arg ? 127 : 0);
 		}
 		int status;
 		if (waitpid(pid, &status, 0) != pid)
@@ -85,12 +90,16 @@ static long paced_worker(double start, double period, double seconds, char *arg)
 static int paced(double rate, double seconds, long argbytes, int workers)
 {
 	int fds[2];
-	char *arg = malloc(argbytes + 1);
+	char *arg = NULL;
 
-	if (rate <= 0 || seconds <= 0 || argbytes < 1 || workers < 1 || !arg || pipe(fds))
+	if (rate <= 0 || seconds <= 0 || argbytes < 0 || workers < 1 || pipe(fds))
 		return 2;
-	memset(arg, 'a', argbytes);
-	arg[argbytes] = 0;
+	if (argbytes > 0) {
+		if (!(arg = malloc(argbytes + 1)))
+			return 2;
+		memset(arg, 'a', argbytes);
+		arg[argbytes] = 0;
+	}
 	double start = now() + 0.05;
 	for (int w = 0; w < workers; w++) {
 		pid_t pid = fork();
@@ -117,8 +126,21 @@ static int paced(double rate, double seconds, long argbytes, int workers)
 	return 0;
 }
 
+static int spin(double seconds)
+{
+	double end = now() + seconds;
+	volatile unsigned long n = 0;
+
+	while (now() < end)
+		for (int i = 0; i < 100000; i++)
+			n++;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 3 && strcmp(argv[1], "spin") == 0)
+		return spin(atof(argv[2]));
 	if (argc >= 3 && strcmp(argv[1], "rss") == 0)
 		return peak_rss(argv + 2);
 	if (argc == 6 && strcmp(argv[1], "paced") == 0)
