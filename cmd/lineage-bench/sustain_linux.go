@@ -31,9 +31,9 @@ func sustainFlagSet() *sustainFlags {
 	return &sustainFlags{
 		rounds:  flag.Int("sustain-rounds", 3, "rounds of the record's sustained-rate figure (with -record; 0: skip it)"),
 		rings:   flag.String("sustain-rings", "64K,256K,1M,8M", "the ring buffer sizes the sustained rate is measured at"),
-		rates:   flag.String("sustain-rates", "500,1000,2000,4000,8000,16000", "the paced spawner's offered rates, processes a second"),
+		rates:   flag.String("sustain-rates", "1000,2000,4000,8000,16000,32000", "the paced spawner's offered rates, processes a second"),
 		seconds: flag.Float64("sustain-seconds", 2, "how long each paced run spawns"),
-		workers: flag.Int("sustain-workers", 4, "the paced spawner's parallel workers"),
+		workers: flag.Int("sustain-workers", 64, "the paced spawner's parallel workers: as many runnable processes as a fork storm has, which crowd out the reader"),
 		argv:    flag.Int("sustain-argv", 300, "bytes of argv each process of the exec workload execs with"),
 		hog:     flag.Bool("sustain-hog", true, "run a busy loop on every CPU beside the sustained-rate figure, as a loaded CI machine does"),
 	}
