@@ -10,8 +10,9 @@
  * For every other process on the machine, each hook costs one hash lookup.
  *
  * The members map is the source of truth. Events are a record for people and
- * may be lost when the ring buffer is full; that loss is counted, and
- * membership stays exact regardless.
+ * may be lost when the ring buffer is full; that loss is counted and logged,
+ * per CPU, with when and whose (dropped), and membership stays exact
+ * regardless.
  *
  * The file builds twice (internal/loader/gen.go), and the loader probes the
  * kernel for the build it accepts. Membership, events and counters are the

@@ -4,4 +4,4 @@ package buildinfo
 
 // CommittedBPF is the digest of the BPF objects committed in
 // internal/loader/bpf, for a binary that embeds none.
-const CommittedBPF = "27641d25af01"
+const CommittedBPF = "1e223f037200"
