@@ -90,19 +90,7 @@ func main() {
 
 	fmt.Printf("## lineage benchmarks\n\n%s\n\n%s\n\n", machine(), binaries(*lineageBin))
 	if *recordOnly {
-		rates, err := measureRecordRates(*lineageBin, spawner, *rounds, *forks, *execs)
-		if err != nil {
-			fail(err)
-		}
-		printRecordRates(rates)
-		if *sf.rounds > 0 {
-			load := loadAverage()
-			res, rings, err := measureSustained(*lineageBin, spawner, sf)
-			if err != nil {
-				fail(err)
-			}
-			printSustained(res, rings, sf, load)
-		}
+		benchRecord(*lineageBin, spawner, *rounds, *forks, *execs, sf)
 		return
 	}
 	variants, err := usableVariants(*variantList)
@@ -130,6 +118,24 @@ func main() {
 	printWalls(walls)
 	benchReap(*lineageBin, sizes, *reapRounds)
 	benchServe(*lineageBin, *sb)
+}
+
+// benchRecord measures and prints what `lineage run --record` costs the
+// spawner, and the events a second the record sustains by ring size.
+func benchRecord(lineageBin, spawner string, rounds, forks, execs int, sf *sustainFlags) {
+	rates, err := measureRecordRates(lineageBin, spawner, rounds, forks, execs)
+	if err != nil {
+		fail(err)
+	}
+	printRecordRates(rates)
+	if *sf.rounds > 0 {
+		load := loadAverage()
+		res, rings, err := measureSustained(lineageBin, spawner, sf)
+		if err != nil {
+			fail(err)
+		}
+		printSustained(res, rings, sf, load)
+	}
 }
 
 // benchRates measures and prints the spawner's rates alone: no tracker,

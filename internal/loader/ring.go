@@ -16,7 +16,7 @@ const DefaultRingBytes = 1 << 20
 // RecordRingBytes is the size of the event ring buffer when a forensic
 // record is written (`lineage run --record`, `lineage serve --record-dir`)
 // unless told otherwise. Issue 23's fork storm (1,555 processes, about
-// 1.1 MB of records) lost events beside a CPU hog on a two-CPU machine
+// 1.2 MB of records) lost events beside a CPU hog on a two-CPU machine
 // with 256 KiB in half the runs, and none in ten with 512 KiB or more
 // (docs/benchmarks.md, "The ring buffer's size"): 8 MiB is sixteen times
 // that, and holds the whole storm seven times over even with no reader.
