@@ -98,10 +98,11 @@ func (b *Tracker) drain(ctx context.Context, q *batches) error {
 	bt = b.drainBacklog(q, bt, &rec)
 	for {
 		// A Sync that came while the last read waited needs a read that
-		// begins after it: one that doesn't wait.
+		// begins after it: one that doesn't wait. One whose read is done
+		// waits for the deliverer, not for another read.
 		synced, probe := b.syncs.seq(), b.syncs.pending()
 		done := ctx.Err() != nil
-		if done || probe {
+		if done || (probe && synced > sent) {
 			// Deliver what is pending, then stop.
 			b.reader.SetDeadline(time.Now())
 		} else {
@@ -119,12 +120,15 @@ func (b *Tracker) drain(ctx context.Context, q *batches) error {
 				_ = b.lookForGaps(false)
 			}
 		case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, ringbuf.ErrFlushed):
+			// The ring was read empty: a Sync, or the reader's stop, looks
+			// at the drop log before it lets go, so that the gaps are
+			// whole up to it, and drops after it are a gap of their own.
+			_ = b.lookForGaps(synced > sent || done)
 			if synced > sent || len(bt.ends) > 0 || done {
 				bt.empty, bt.synced = true, synced
 				q.full <- bt
 				bt, sent = q.get(), synced
 			}
-			_ = b.lookForGaps(false)
 			if done {
 				return nil
 			}

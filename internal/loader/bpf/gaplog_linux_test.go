@@ -53,10 +53,10 @@ func TestGapLogPlacesAndNames(t *testing.T) {
 		t.Errorf("lost event %+v", ev)
 	}
 
-	// The next look finds more on CPU 0 (the log wrapped: the oldest
-	// overwritten): the same gap grows.
+	// The next look, soon after, finds more on CPU 0 (the log wrapped:
+	// the oldest overwritten): the same gap grows.
 	more := times(101*time.Second, 3+lostLog+10)
-	g.add(dropLogs(more, []time.Duration{0}), 103*time.Second, 104*time.Second)
+	g.add(dropLogs(more, []time.Duration{0}), 100*time.Second+gapJoin/2, 104*time.Second)
 	gaps, mark = gapsOf(t, g, 0)
 	if len(gaps) != 1 || gaps[0].Count != uint64(4+lostLog+10) || mark != loader.GapMark(4+lostLog+10) {
 		t.Fatalf("after a second look: %+v, mark %d", gaps, mark)
@@ -64,15 +64,25 @@ func TestGapLogPlacesAndNames(t *testing.T) {
 	if named := len(gaps[0].Lost); named != 3+lostLog {
 		t.Errorf("%d named, want the first look's 3 and the log's %d", named, lostLog)
 	}
+	// Drops found by a look long after the last that found some are a
+	// gap of their own, even with no look between that found none.
+	late := append(more, 110*time.Second)
+	g.add(dropLogs(late, []time.Duration{0}), 110*time.Second, 110*time.Second)
+	if gaps, _ = gapsOf(t, g, mark); len(gaps) != 1 || gaps[0].From != 110*time.Second {
+		t.Errorf("a late look's drops: %+v, want a gap of their own from 110s", gaps)
+	}
+	mark++
+	more = late
 	// A look that finds nothing ends the gap; the next drops are another.
-	g.add(dropLogs(more, []time.Duration{0}), 105*time.Second, 106*time.Second)
-	g.add(dropLogs(append(more, 107*time.Second), []time.Duration{0}), 107*time.Second, 108*time.Second)
+	g.add(dropLogs(more, []time.Duration{0}), 111*time.Second, 111*time.Second)
+	g.add(dropLogs(append(more, 111*time.Second+gapJoin/4), []time.Duration{0}), 111*time.Second+gapJoin/4, 112*time.Second)
 	gaps, next := gapsOf(t, g, mark)
-	if len(gaps) != 1 || gaps[0].Count != 1 || gaps[0].From != 107*time.Second || gaps[0].To != 107*time.Second || next != mark+1 {
+	if at := 111*time.Second + gapJoin/4; len(gaps) != 1 || gaps[0].Count != 1 || gaps[0].From != at || gaps[0].To != at || next != mark+1 {
 		t.Errorf("gaps after mark %d: %+v, next %d; want the one new drop, placed by its own time", mark, gaps, next)
 	}
 	// A mark inside a gap counts and names only what came after it.
 	gaps, _ = gapsOf(t, g, 2)
+	gaps = gaps[:1]
 	if gaps[0].Count != uint64(4+lostLog+10-2) || len(gaps[0].Lost) != 1+lostLog {
 		t.Errorf("from mark 2: %d lost, %d named", gaps[0].Count, len(gaps[0].Lost))
 	}

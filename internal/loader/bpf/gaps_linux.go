@@ -17,16 +17,18 @@ const lostLog = len(lineageDropLog{}.Log)
 // ones are forgotten, and count as lost events it can't place), and at
 // most maxLostHeld named events in them (older gaps keep their counts and
 // bounds, not their names). It looks at the kernel's drop log at most
-// every gapLookEvery while it reads events, and at every Gaps.
+// every gapLookEvery while it reads events, and at every Gaps; looks that
+// found drops less than gapJoin apart are one gap.
 const (
 	maxGaps      = 1024
 	maxLostHeld  = 1 << 16
 	gapLookEvery = 10 * time.Millisecond
+	gapJoin      = 100 * time.Millisecond
 )
 
 // gapLog is what the tracker learnt of the events the kernel dropped,
 // gap by gap. A gap is the drops of successive looks that each found new
-// ones; a look that finds none ends it.
+// ones, less than gapJoin apart; a look that finds none ends it.
 type gapLog struct {
 	mu sync.Mutex
 	// seen is, per CPU, how many drops the kernel had counted at the
@@ -39,8 +41,9 @@ type gapLog struct {
 	// the last one. forgot is the mark below which gaps are not held.
 	total, forgot uint64
 	gaps          []heldGap
-	growing       bool // the last look found drops: the last gap grows
-	held          int  // named events in gaps
+	growing       bool          // the last look found drops: the last gap grows
+	found         time.Duration // the boot time of that look
+	held          int           // named events in gaps
 }
 
 type heldGap struct {
@@ -205,7 +208,7 @@ func (g *gapLog) add(logs []lineageDropLog, before, after time.Duration) {
 		}
 		to = max(to, after)
 	}
-	if !g.growing || len(g.gaps) == 0 {
+	if !g.growing || len(g.gaps) == 0 || before-g.found >= gapJoin {
 		g.gaps = append(g.gaps, heldGap{begin: g.total, from: from, to: to})
 	}
 	h := &g.gaps[len(g.gaps)-1]
@@ -214,7 +217,7 @@ func (g *gapLog) add(logs []lineageDropLog, before, after time.Duration) {
 	h.lost = append(h.lost, named...)
 	g.held += len(named)
 	g.total += fresh
-	g.growing, g.looked = true, before
+	g.growing, g.looked, g.found = true, before, before
 	g.trim()
 }
 

@@ -28,6 +28,12 @@ var layoutFingerprints = map[uint32]string{
 	// (ROOT_F_KEPT, MEMBER_F_SPARED_EXE, MEMBER_F_CAUGHT, EVENT_F_SPARED,
 	// EVENT_F_CAUGHT, the stats of the second fork hook and of the keeps).
 	3: "e959214ce652c7feea8e505b89c4044ddfa5c9c231327b4bd00d1f288af316c7",
+	// Layout 4: exec records sized to what they carry (struct event ends
+	// at comm, filename_size where padding was; struct exec_event), and
+	// the drops map (struct drop_log, struct lost). Its members and roots
+	// are layout 3's: a set of layout 1 to 3 migrates, its ring's backlog
+	// read in the fixed slots those wrote.
+	4: "a082db4d1d0209d74b91e8c36de6e095dd33fb2aaa61c7e6a6926eb8ce55722d",
 }
 
 func TestLayoutVersionNamesTheLayout(t *testing.T) {
@@ -61,7 +67,7 @@ func describeLayout(t *testing.T, b *strings.Builder, spec *ebpf.CollectionSpec)
 			describeType(b, m.Value)
 		}
 	}
-	for _, name := range []string{"event", "member", "root", "keep_exe"} {
+	for _, name := range []string{"event", "exec_event", "member", "root", "keep_exe", "drop_log", "lost"} {
 		var s *btf.Struct
 		if err := spec.Types.TypeByName(name, &s); err != nil {
 			t.Fatalf("struct %s: %v", name, err)
