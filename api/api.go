@@ -60,6 +60,10 @@ type AddRoot struct {
 	// exists keeps its own.
 	Owner *lineage.Identity `json:"owner,omitempty"`
 	Keep  []policy.Keep     `json:"keep,omitempty"`
+	// Join lets root add a root to a session another uid opened, which
+	// it is refused otherwise (409); the session must exist. A session is
+	// its opener's: no other uid adds roots to it, join or not.
+	Join bool `json:"join,omitempty"`
 }
 
 // AddKeep is the body of POST /v1/keeps: spare one process, or (Root set)
@@ -162,6 +166,7 @@ const (
 	CodeTimeout    = "timeout"     // 408
 	CodeConflict   = "conflict"    // 409
 	CodeTooLarge   = "too_large"   // 413
+	CodeTooMany    = "too_many"    // 429: past a quota of the caller's uid
 	CodeInternal   = "internal"    // 500
 	CodeBadBackend = "unavailable" // 503
 )
@@ -172,8 +177,10 @@ type Status struct {
 	Reaping  string `json:"reaping"`
 	Sessions int    `json:"sessions"`
 	UID      uint32 `json:"caller_uid"`
-	// Backend is the tracker's backend: "bpf" or "proc".
-	Backend string `json:"backend,omitempty"`
+	// Backend is the tracker's backend: "bpf" or "proc"; BackendReason
+	// says why it is the one in use.
+	Backend       string `json:"backend,omitempty"`
+	BackendReason string `json:"backend_reason,omitempty"`
 	// Goroutines is the daemon's goroutine count, for leak checks.
 	Goroutines int `json:"goroutines"`
 }

@@ -136,25 +136,14 @@ struct inspect_ctx {
 	struct batch *b;
 };
 
-static long inspect_one(__u32 i, struct inspect_ctx *c)
+/* fill writes what /proc/PID/stat shows of t into p. */
+static __always_inline void fill(struct proc_stat *p, struct task_struct___inspect *t)
 {
-	struct batch *b = c->b;
-	struct proc_stat *p;
-	struct task_struct___inspect *t;
-	struct task_struct *task;
 	struct sighand_struct___inspect *sh;
 	struct mm_struct___inspect *mm;
 	struct signal_struct___inspect *sig;
 	__u64 ign = 0, catch = 0;
 
-	if (i >= INSPECT_MAX)
-		return 1;
-	p = &b->procs[i];
-	p->flags = 0;
-	task = bpf_task_from_pid(p->pid);
-	if (!task)
-		return 0;
-	t = (void *)task;
 	p->flags = INSPECT_F_FOUND;
 	if (t->flags & PF_KTHREAD)
 		p->flags |= INSPECT_F_KERNEL;
@@ -187,7 +176,34 @@ static long inspect_one(__u32 i, struct inspect_ctx *c)
 	p->sig_ignore = ign;
 	p->sig_catch = catch;
 	__builtin_memcpy(p->comm, t->comm, sizeof(p->comm));
+}
+
+/*
+ * inspect_pid fills p for p->pid. It is a global function: the verifier
+ * checks it once, on its own, not at every step of the loop that calls it
+ * (a callback's branches, checked per iteration, grow with every signal's
+ * disposition past the verifier's limit on some kernels).
+ */
+__attribute__((noinline)) int inspect_pid(struct proc_stat *p)
+{
+	struct task_struct *task;
+
+	if (!p)
+		return 0;
+	p->flags = 0;
+	task = bpf_task_from_pid(p->pid);
+	if (!task)
+		return 0;
+	fill(p, (void *)task);
 	bpf_task_release(task);
+	return 0;
+}
+
+static long inspect_one(__u32 i, struct inspect_ctx *c)
+{
+	if (i >= INSPECT_MAX)
+		return 1;
+	inspect_pid(&c->b->procs[i]);
 	return 0;
 }
 
@@ -204,5 +220,132 @@ int inspect(void *ctx)
 	if (n > INSPECT_MAX)
 		n = INSPECT_MAX;
 	bpf_loop(n, inspect_one, &c, 0);
+	return 0;
+}
+
+/*
+ * signal_batch: each process of the batch that still is the identity user
+ * space names (pid and want_start) gets sig, in this one run: the task is
+ * held from the lookup to the signal, so a pid that came to name another
+ * process is never signalled. It writes what /proc showed of the process
+ * just before, and in err: 0 when sent; -ESRCH when no task has the pid
+ * (or no thread of it lives to take the signal); -ESTALE when the pid names
+ * another process now; -EPERM for a kernel thread; -EACCES when the user
+ * lineage signals for (kill_uid_bounded) could not signal it by kill(2);
+ * or the kernel's refusal.
+ *
+ * The signal comes from the kernel (si_code SI_KERNEL), not from lineage's
+ * pid. It needs bpf_send_signal_task in syscall programs (6.13+), the
+ * open-coded task iterator (6.7+) and bpf_rcu_read_lock (6.2+); the loader
+ * loads it apart from inspect.
+ */
+extern struct task_struct *bpf_task_acquire(struct task_struct *p) __ksym;
+extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type, __u64 value) __ksym;
+extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task, unsigned int flags) __ksym;
+extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __ksym;
+extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __ksym;
+extern void bpf_rcu_read_lock(void) __ksym;
+extern void bpf_rcu_read_unlock(void) __ksym;
+
+#define EPERM 1
+#define ESRCH 3
+#define EACCES 13
+#define ESTALE 116
+
+const volatile bool kill_uid_bounded = false;
+const volatile __u32 kill_uid_real = 0;
+const volatile __u32 kill_uid_effective = 0;
+
+/* Whether kill(2) would let the user lineage signals for signal t. */
+static __always_inline bool may_kill(struct task_struct *t)
+{
+	const struct cred *c;
+	__u32 uid, suid;
+
+	if (!kill_uid_bounded)
+		return true;
+	c = t->real_cred;
+	uid = c->uid.val;
+	suid = c->suid.val;
+	return uid == kill_uid_real || uid == kill_uid_effective ||
+	       suid == kill_uid_real || suid == kill_uid_effective;
+}
+
+/* The kernel refuses to signal an exiting task, and a leader that exited
+ * stays, exiting, as the group's handle while its other threads run on:
+ * signal the group through one of those. */
+static __always_inline int signal_live_thread(struct task_struct *leader, int sig)
+{
+	struct bpf_iter_task it;
+	struct task_struct *t;
+	int err = -ESRCH;
+
+	/* A syscall program runs outside RCU: the walk of the threads needs it. */
+	bpf_rcu_read_lock();
+	bpf_iter_task_new(&it, leader, BPF_TASK_ITER_PROC_THREADS);
+	while ((t = bpf_iter_task_next(&it))) {
+		if (t->flags & PF_EXITING)
+			continue;
+		t = bpf_task_acquire(t);
+		if (!t)
+			continue;
+		err = bpf_send_signal_task(t, sig, PIDTYPE_TGID, 0);
+		bpf_task_release(t);
+		break;
+	}
+	bpf_iter_task_destroy(&it);
+	bpf_rcu_read_unlock();
+	return err;
+}
+
+/* signal_pid signals p's identity as signal_batch says; global, as
+ * inspect_pid is. */
+__attribute__((noinline)) int signal_pid(struct proc_stat *p)
+{
+	struct task_struct *task;
+
+	if (!p)
+		return 0;
+	p->flags = 0;
+	p->err = -ESRCH;
+	task = bpf_task_from_pid(p->pid);
+	if (!task)
+		return 0;
+	fill(p, (void *)task);
+	if (p->start != p->want_start)
+		p->err = -ESTALE;
+	else if (task->flags & PF_KTHREAD)
+		p->err = -EPERM;
+	else if (!may_kill(task))
+		p->err = -EACCES;
+	else if (task->flags & PF_EXITING)
+		p->err = signal_live_thread(task, p->sig);
+	else
+		p->err = bpf_send_signal_task(task, p->sig, PIDTYPE_TGID, 0);
+	bpf_task_release(task);
+	return 0;
+}
+
+static long signal_one(__u32 i, struct inspect_ctx *c)
+{
+	if (i >= INSPECT_MAX)
+		return 1;
+	signal_pid(&c->b->procs[i]);
+	return 0;
+}
+
+SEC("syscall")
+int signal_batch(void *ctx)
+{
+	__u32 zero = 0;
+	struct inspect_ctx c = {.b = bpf_map_lookup_elem(&inspected, &zero)};
+	__u32 n;
+
+	if (!c.b)
+		return 1;
+	n = c.b->n;
+	if (n > INSPECT_MAX)
+		n = INSPECT_MAX;
+	bpf_loop(n, signal_one, &c, 0);
 	return 0;
 }

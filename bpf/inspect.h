@@ -20,7 +20,8 @@ enum proc_flag {
 
 /*
  * One process, as /proc/PID/stat would show it read at the moment of the
- * run: user space writes pid, the program the rest. start is field 22
+ * run: user space writes pid (and, for signal_batch, want_start and sig),
+ * the program the rest. start is field 22
  * (clock ticks since boot), state field 3, ppid field 4, threads field 20,
  * start_stack field 28, sig_ignore and sig_catch fields 33 and 34 (signals
  * 1 to 31, bit sig-1), exit_code field 52 (the group's code once the group
@@ -31,11 +32,14 @@ struct proc_stat {
 	__u64 start_stack;
 	__u64 sig_ignore;
 	__u64 sig_catch;
+	__u64 want_start; /* signal_batch: the identity's start (in) */
 	__u32 pid;
 	__u32 ppid;
 	__u32 threads;
 	__s32 exit_code;
 	enum proc_flag flags;
+	__s32 sig; /* signal_batch: the signal to send (in) */
+	__s32 err; /* signal_batch: 0 when sent, else -errno (out) */
 	char state; /* 'R', 'S', 'D', 'T', 't', 'X', 'Z', 'P' or 'I' */
 	char _pad[3];
 	char comm[16];

@@ -92,6 +92,21 @@ struct {
 
 volatile __u32 arms_count = 0;
 
+/*
+ * Kill-at-birth lasts only while a reaper lives. The tracker's holder
+ * extends reap_lease_ns (CLOCK_BOOTTIME) while it runs, and a reaping
+ * root's new children are killed at birth only before it passes: a holder
+ * that dies mid-reap (a daemon's kill -9) leaves, within the lease, a
+ * lineage that can fork again, for the holder's own death must kill
+ * nothing. The next holder renews the lease as it takes over.
+ */
+volatile __u64 reap_lease_ns = 0;
+
+static __always_inline bool reaper_lives(void)
+{
+	return bpf_ktime_get_boot_ns() < reap_lease_ns;
+}
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 65536); /* resized by the loader */
@@ -620,7 +635,7 @@ static __always_inline int track_fork(struct task_struct *parent, struct task_st
 	 * event says they live, and the skipped kill is counted once. */
 	r = bpf_map_lookup_elem(&roots, &m.root_pid);
 	if (r && r->start == m.root_start && (r->flags & ROOT_F_REAPING) &&
-	    !(pm->flags & MEMBER_F_SPARED)) {
+	    !(pm->flags & MEMBER_F_SPARED) && reaper_lives()) {
 		if (may_kill(child)) {
 			m.flags |= MEMBER_F_CONTAINED;
 			flags |= EVENT_F_CONTAINED;
@@ -849,6 +864,9 @@ static __always_inline void supervisor_died(void)
 	/* Bounded: this runs with preemption disabled. */
 	struct supervisor_ctx c = {.deadline_ns = bpf_ktime_get_ns() + SUPERVISOR_PATIENCE_NS};
 
+	/* The kernel is the reaper now, of an unpinned program whose links
+	 * close with the supervisor: containment holds until they do. */
+	reap_lease_ns = ~0ULL;
 	bpf_for_each_map_elem(&roots, mark_orphaned_root, &c, 0);
 	bpf_for_each_map_elem(&members, kill_orphaned_member, &c, 0);
 }

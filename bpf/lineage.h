@@ -41,7 +41,8 @@ enum event_flag {
 
 /* root.flags */
 enum root_flag {
-	/* the root is being reaped: a member's new child is killed at birth */
+	/* the root is being reaped: a member's new child is killed at birth,
+	 * while the reaper's lease lasts (reap_lease_ns) */
 	ROOT_F_REAPING = 1 << 0,
 	/* when the supervisor's thread group dies, SIGKILL every member */
 	ROOT_F_DIE_WITH_SUPERVISOR = 1 << 1,

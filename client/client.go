@@ -74,8 +74,7 @@ func New(socket string, opts ...Option) *Client {
 	}
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			c, err := d.DialContext(ctx, "unix", socket)
+			c, err := dial(ctx, socket)
 			if err != nil || o.trust == nil {
 				return c, err
 			}

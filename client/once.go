@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 
 	"github.com/lineage-dev/lineage/api"
@@ -28,7 +27,7 @@ func Once(socket, method, path string, body, out any) error {
 	// The connection's reads park the goroutine in the poller: with every
 	// P idle, the runtime's monitor thread sleeps rather than polling a
 	// thread blocked in read(2) every 20 µs, on a CPU the daemon needs.
-	conn, err := net.Dial("unix", socket)
+	conn, err := dial(context.Background(), socket)
 	if err != nil {
 		return sendError(socket, method, path, err)
 	}

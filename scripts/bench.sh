@@ -35,5 +35,9 @@ echo "== the clients: Client.run over subprocess.run, the pytest plugin's cost a
 $pin "$out/lineage-bench" -lineage "$bin" -only clients | tee "$out/lineage-bench-clients.md"
 
 echo
+echo "== a daemon many users share: sessions open, another uid's streams held (cmd/lineage-bench -only shared)"
+$pin "$out/lineage-bench" -lineage "$bin" -only shared | tee "$out/lineage-bench-shared.md"
+
+echo
 echo "== Go benchmarks: /proc scan cost, reap latency (go test -bench)"
 go test -run '^$' -bench . -benchtime 3x -timeout 30m ./internal/lineage ./internal/proc ./internal/loader ./internal/reap ./internal/record ./internal/report | tee "$out/go-bench.txt"

@@ -22,6 +22,9 @@
 //   - with -only clients, the Python client's Client.run(["true"]) over
 //     subprocess.run(["true"]), and the pytest plugin's cost per test on
 //     1,000 trivial tests (clients_linux.go).
+//   - with -only shared, a daemon many users share: registration and turn
+//     end with 1 to 10,000 sessions open, root's status while another uid
+//     holds its maximum of streams (serve_shared_linux.go).
 //
 // It needs root (the BPF tracker) and gcc (the spawner is a small C program,
 // so that the Go runtime's own fork cost doesn't blur the figures).
@@ -55,22 +58,25 @@ func main() {
 	recordOnly := flag.Bool("record", false, "measure only what `lineage run --record` costs the spawner")
 	reapRounds := flag.Int("reap-rounds", 3, "interleaved rounds per reap figure")
 	reapSizes := flag.String("reap-sizes", "10,100,300,1000,5000", "the numbers of leftovers the reap is measured at")
-	only := flag.String("only", "", `"reap": measure the reap latency alone; "rates": the spawner's rates untracked and tracked, by variant, alone; "daemon": lineage run through a daemon against standalone; "serve": the sidecar's figures alone; "clients": the Python client's and the pytest plugin's`)
+	only := flag.String("only", "", `"reap": measure the reap latency alone; "rates": the spawner's rates untracked and tracked, by variant, alone; "daemon": lineage run through a daemon against standalone; "serve": the sidecar's figures alone; "clients": the Python client's and the pytest plugin's; "shared": a daemon many users share (sessions open, streams held)`)
 	cf := clientFlags()
+	sh := sharedFlags()
 	sb := serveFlags()
 	fr := forkFlags()
 	sf := sustainFlagSet()
 	flag.Parse()
-	sizes, err := parseSizes(*reapSizes)
-	if err != nil {
-		fail(err)
+	if sh.holdSock != "" {
+		holdStreams(sh.holdSock, sh.holdSession)
+		return
 	}
+	sizes := mustSizes(*reapSizes)
 	alone := map[string]func(){
 		"serve":   func() { benchServe(*lineageBin, *sb) },
 		"clients": func() { benchClients(*lineageBin, *cf) },
 		"daemon":  func() { benchDaemon(*lineageBin, *runs, *fr) },
 		"reap":    func() { benchReap(*lineageBin, sizes, *reapRounds) },
 		"rates":   func() { benchRates(*variantList, *rounds, *forks, *execs) },
+		"shared":  func() { benchShared(*lineageBin, sb.rounds, sh.runs, sh.samples) },
 	}
 	if bench, ok := alone[*only]; ok {
 		fmt.Printf("## lineage benchmarks\n\n%s\n\n%s\n\n", machine(), binaries(*lineageBin))
@@ -159,6 +165,15 @@ func benchRates(variantList string, rounds, forks, execs int) {
 		fail(err)
 	}
 	printRates(rates, variants)
+}
+
+// mustSizes reads -reap-sizes, or fails.
+func mustSizes(list string) []int {
+	sizes, err := parseSizes(list)
+	if err != nil {
+		fail(err)
+	}
+	return sizes
 }
 
 // parseSizes reads -reap-sizes.

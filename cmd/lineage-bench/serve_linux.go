@@ -44,7 +44,7 @@ type serveDaemon struct {
 // daemons (a baseline's beside lineage's) can run at once; stop unpins
 // it, so none outlives the benchmark. When cpuProfile is set, the daemon writes its CPU profile
 // there (LINEAGE_CPUPROFILE, in its environment alone).
-func startBenchDaemon(lineageBin string, stateless bool, cpuProfile string) (*serveDaemon, error) {
+func startBenchDaemon(lineageBin string, stateless bool, cpuProfile string, extra ...string) (*serveDaemon, error) {
 	dir, err := tempDir("", "lineage-bench-serve")
 	if err != nil {
 		return nil, err
@@ -54,7 +54,7 @@ func startBenchDaemon(lineageBin string, stateless bool, cpuProfile string) (*se
 	if stateless {
 		state = ""
 	}
-	d.cmd = exec.Command(lineageBin, "serve", "--backend", "bpf", "--socket", d.sock, "--state-dir", state, "--pin-dir", d.pin)
+	d.cmd = exec.Command(lineageBin, append([]string{"serve", "--backend", "bpf", "--socket", d.sock, "--state-dir", state, "--pin-dir", d.pin}, extra...)...)
 	if cpuProfile != "" {
 		d.cmd.Env = append(os.Environ(), "LINEAGE_CPUPROFILE="+cpuProfile)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/cli"
@@ -45,17 +46,12 @@ type serveOptions struct {
 	Redact        string
 	PinDir        string
 	Uninstall     bool
+	// Quotas are the limits per uid other than root.
+	Quotas server.Quotas
 }
 
-// pinNone is the --pin-dir value that turns pinning off.
-const pinNone = "none"
-
-func newCmdServe(s cli.Streams) *cobra.Command {
-	o := &serveOptions{s: s}
-	cmd := &cobra.Command{
-		Use:   "serve [flags]",
-		Short: cli.ServeShort,
-		Long: `Run the daemon that agent hosts and 'lineage exec' talk to. It listens on a
+// serveLong is serve's help.
+const serveLong = `Run the daemon that agent hosts and 'lineage exec' talk to. It listens on a
 Unix socket (curl --unix-socket SOCKET http://x/v1/...; see docs/api.md),
 authorises callers by their uid, and keeps sessions, roots and keeps in
 --state-dir so that a restarted daemon picks them up again.
@@ -82,8 +78,40 @@ tracks the lineages of open sessions. Their processes keep running,
 untracked; a later 'lineage serve' loads a new tracker and adopts the roots
 that still run, from /proc, as --pin-dir none would.
 
-LINEAGE_REAPING=off in the daemon's environment wins over --reaping.`,
-		Args: cobra.NoArgs,
+Callers other than root share the daemon within quotas per uid, each a
+count of what the uid holds open at once (never a rate; 0: no limit); past
+one, a request is answered 429 too_many naming the limit, and
+lineage_refused_total{reason} counts it. Root is counted but never limited.
+The defaults suit a host shared by agent hosts and CI runner users:
+--max-streams 64, --max-sessions 1024, --max-keeps 4096,
+--max-owner-watches 256, --max-connections 256, --max-records 256. The
+daemon keeps --fd-reserve descriptors (default 1024) below its file limit
+for root's connections and its own work: a connection of another uid that
+would take one of them is answered 429.
+
+The first line the daemon prints names its backend and why; a fallback of
+--backend auto to proc is a warning, and --backend bpf never falls back.
+
+--state-dir and --record-dir must be the daemon's alone: owned by its uid
+and writable by no one else (they are made 0700 when missing). State files
+it didn't write (another owner, group or other write, a symbolic link) are
+refused, and so is a second daemon on the same --state-dir (a lock names
+the first's pid). --socket is made in a private directory beside it and
+renamed into place; anything at that path but a dead daemon's socket is
+left alone and refused.
+
+LINEAGE_REAPING=off in the daemon's environment wins over --reaping.`
+
+// pinNone is the --pin-dir value that turns pinning off.
+const pinNone = "none"
+
+func newCmdServe(s cli.Streams) *cobra.Command {
+	o := &serveOptions{s: s}
+	cmd := &cobra.Command{
+		Use:   "serve [flags]",
+		Short: cli.ServeShort,
+		Long:  serveLong,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Uninstall {
 				return runUninstall(o)
@@ -108,9 +136,22 @@ LINEAGE_REAPING=off in the daemon's environment wins over --reaping.`,
 	f.StringVar(&o.PinDir, "pin-dir", bpf.DefaultPinRoot, "where the bpf tracker is pinned, on bpffs; "+pinNone+" to not pin")
 	f.BoolVar(&o.Uninstall, "uninstall", false, "unpin the tracker under --pin-dir, and exit")
 	f.StringVar(&o.RecordDir, "record-dir", "", "write one record per session here (JSON Lines, docs/record.md; files 0600, the daemon's user's)")
-	f.IntVar(&o.RecordKeep, "record-keep", server.DefaultRecordKeep, "with --record-dir: keep at most this many files, removing the oldest closed sessions' first")
+	f.IntVar(&o.RecordKeep, "record-keep", server.DefaultRecordKeep, "with --record-dir: keep at most this many files per uid, removing that uid's oldest closed sessions' first")
 	f.StringVar(&o.Redact, "redact", "", "with --record-dir: mask argv words matching this regular expression in the records")
+	o.quotaFlags(f)
 	return cmd
+}
+
+// quotaFlags are serve's quotas per uid, with their defaults.
+func (o *serveOptions) quotaFlags(f *pflag.FlagSet) {
+	q := server.DefaultQuotas()
+	f.IntVar(&o.Quotas.Streams, "max-streams", q.Streams, "per uid other than root: event streams open at once (0: no limit)")
+	f.IntVar(&o.Quotas.Sessions, "max-sessions", q.Sessions, "per uid other than root: sessions open at once")
+	f.IntVar(&o.Quotas.Keeps, "max-keeps", q.Keeps, "per uid other than root: live keep rules, across its sessions")
+	f.IntVar(&o.Quotas.OwnerWatches, "max-owner-watches", q.OwnerWatches, "per uid other than root: open sessions with an owner process, and armed processes")
+	f.IntVar(&o.Quotas.Connections, "max-connections", q.Connections, "per uid other than root: connections open to the socket at once")
+	f.IntVar(&o.Quotas.Records, "max-records", q.Records, "per uid other than root, with --record-dir: records open at once (a closed session's for 10 s more)")
+	f.IntVar(&o.Quotas.FDReserve, "fd-reserve", q.FDReserve, "file descriptors kept below the file limit for root's connections and the daemon's own work")
 }
 
 func (o *serveOptions) options() (server.Options, server.ListenOptions, error) {
@@ -145,7 +186,9 @@ func (o *serveOptions) options() (server.Options, server.ListenOptions, error) {
 		Record: rec,
 		Tracker: tracker.TrackerOptions{
 			Backend: backend, MaxMembers: o.MaxMembers, RingBytes: o.ringBytes(), PinRoot: pin, Log: o.s.Err, Verbose: o.Verbose,
+			SayBackend: true,
 		},
+		Quotas:   o.Quotas,
 		StateDir: o.StateDir,
 		Reaping:  policy.ResolveReaping(env, policy.Setting{Source: "--reaping", Switch: flag}),
 		Grace:    o.Grace,

@@ -26,6 +26,7 @@ type execOptions struct {
 	Session string
 	Kind    string
 	Label   string
+	Join    bool
 }
 
 func newCmdExec(s cli.Streams) *cobra.Command {
@@ -36,7 +37,12 @@ func newCmdExec(s cli.Streams) *cobra.Command {
 		Long: `Ask the daemon to register lineage's own process as a root of session S
 (opened with --kind and --label if it doesn't exist), then execve COMMAND in
 place: the same pid and start time, so the root is tracked before COMMAND runs
-its first instruction. With no daemon reachable, it runs nothing and fails.`,
+its first instruction. With no daemon reachable, or a refusal, it runs nothing
+and fails with the daemon's message.
+
+A session belongs to the uid that opened it: no other uid adds roots to it.
+Root too is refused another uid's session unless it gives --join, which joins
+a session that exists (and never opens one).`,
 		Example: `  lineage exec --session turn-7 --kind autonomous -- make test`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -52,6 +58,7 @@ its first instruction. With no daemon reachable, it runs nothing and fails.`,
 	f.StringVar(&o.Session, "session", "", "the session to join (required)")
 	f.StringVar(&o.Kind, "kind", "", "the session's runtime if it is opened now: interactive or autonomous")
 	f.StringVar(&o.Label, "label", "", "a label for the root")
+	f.BoolVar(&o.Join, "join", false, "root only: join the session though another uid opened it (it must exist)")
 	_ = cmd.MarkFlagRequired("session")
 	return cmd
 }
@@ -69,7 +76,7 @@ func runExec(o *execOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	req := api.AddRoot{PID: int64(self.PID), Start: self.StartTicks, Session: o.Session, Kind: o.Kind, Label: o.Label, Command: args}
+	req := api.AddRoot{PID: int64(self.PID), Start: self.StartTicks, Session: o.Session, Kind: o.Kind, Label: o.Label, Command: args, Join: o.Join}
 	// One call on a connection of its own, before the process becomes
 	// COMMAND: no HTTP transport, so no goroutine or thread is started.
 	root, err := client.AddRootOnce(client.Socket(o.Socket), req)

@@ -36,6 +36,7 @@ func newCmdRootsAdd(s cli.Streams) *cobra.Command {
 	cmd.Flags().Uint64Var(&req.Start, "start", 0, "the process's start time in clock ticks (field 22 of /proc/PID/stat); default: read now")
 	cmd.Flags().StringVar(&req.Kind, "kind", "", "the session's runtime if it is opened now")
 	cmd.Flags().StringVar(&req.Label, "label", "", "a label for the root")
+	cmd.Flags().BoolVar(&req.Join, "join", false, "root only: join the session though another uid opened it (it must exist)")
 	_ = cmd.MarkFlagRequired("session")
 	return cmd
 }

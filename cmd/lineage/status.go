@@ -20,7 +20,7 @@ func newCmdStatus(s cli.Streams) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return answer(cmd.Context(), o, (*client.Client).Status, func(w io.Writer, out api.Status) {
-				linef(w, "api %d\treaping %s\t%d sessions", out.API, out.Reaping, out.Sessions)
+				linef(w, "api %d\treaping %s\t%d sessions\tbackend %s (%s)", out.API, out.Reaping, out.Sessions, out.Backend, out.BackendReason)
 			})
 		},
 	}

@@ -10,6 +10,8 @@
 set -u
 . "$(dirname "$0")/common.sh"
 
+session=$(own_session)
+[ -n "$session" ] || give_up "this hook is tracked in no session: the job was not tracked, and nothing is closed"
 if ! out=$("$LINEAGE" session close "$session" 2>&1); then
 	give_up "could not close session $session: $out"
 fi

@@ -9,11 +9,17 @@
 set -u
 . "$(dirname "$0")/common.sh"
 
+session=$(new_session) || give_up "could not read a random session id: this job is not tracked"
 label="${GITHUB_REPOSITORY:-} ${GITHUB_WORKFLOW:-} ${GITHUB_JOB:-}"
 # --self-close: the completed hook runs inside the job, as a member of the
 # session it closes; that close spares it, its chain and the worker.
-"$LINEAGE" session open "$session" --kind autonomous --self-close --label "$label" >/dev/null ||
-	give_up "could not open session $session: this job is not tracked"
+if ! out=$("$LINEAGE" session open "$session" --kind autonomous --self-close --label "$label" 2>&1); then
+	case $out in
+	*"(409 conflict)"*)
+		fail_job "session $session is taken by another user of this host: this job would run untracked ($out)" ;;
+	esac
+	give_up "could not open session $session: this job is not tracked ($out)"
+fi
 "$LINEAGE" roots add "$worker" --session "$session" --label "runner worker" >/dev/null ||
 	give_up "could not register the worker $worker in session $session: this job is not tracked"
 echo "lineage: this job is tracked as session $session (root: the worker, pid $worker)"

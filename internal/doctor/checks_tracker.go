@@ -98,3 +98,22 @@ func (r *run) checkExecArgv() Check {
 	c.Detail = "read in the kernel at every member's exec (up to 1 KiB, a longer one cut and marked), so even a process that lives a millisecond has its argv in the record"
 	return c
 }
+
+// checkBatchReap says whether a reap checks and signals its members many in
+// one system call. Without, it does the same one member at a time: slower
+// for a wide reap, as exact.
+func (r *run) checkBatchReap() Check {
+	c := Check{Name: CheckBatchReap, Status: Info}
+	switch b := r.loaded; {
+	case b == nil:
+		c.Detail = "proc: a reap reads each member's /proc/PID/stat and signals it through its pidfd"
+	case b.Batch.Check && b.Batch.Signal:
+		c.Status = OK
+		c.Detail = "kernel: a reap checks and signals its members many in one system call, each identity checked while the kernel holds its task"
+	case b.Batch.Check:
+		c.Detail = "a reap checks its members many in one system call and signals each through its pidfd: " + b.Batch.SignalOff
+	default:
+		c.Detail = "a reap reads each member's /proc/PID/stat and signals it through its pidfd: " + b.Batch.CheckOff
+	}
+	return c
+}

@@ -8,7 +8,7 @@
 // tracefs, pidfd, child subreaper and cgroup v2 are doctor's own. Then the
 // authoritative one: loading the BPF tracker for real and closing it again,
 // and, from what loaded (loader.Loaded), a row per feature: exact tracking
-// (the program variant), containment, hard cancel and exec argv. The
+// (the program variant), containment, hard cancel, exec argv and the batch reap. The
 // report's verdict names the backend lineage will use: bpf when the tracker
 // loads and /proc agrees with the kernel about pids, otherwise the /proc
 // fallback and why.

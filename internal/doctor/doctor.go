@@ -42,6 +42,7 @@ const (
 	CheckContainment  = "containment"
 	CheckHardCancel   = "hard cancel"
 	CheckExecArgv     = "exec argv"
+	CheckBatchReap    = "batch reap"
 )
 
 // Check is the outcome of one check.
@@ -159,6 +160,7 @@ func Run(sys System) Report {
 		r.checkContainment(),
 		r.checkHardCancel(),
 		r.checkExecArgv(),
+		r.checkBatchReap(),
 	}
 	return verdict(checks)
 }

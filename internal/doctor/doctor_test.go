@@ -58,7 +58,7 @@ var (
 		NSpid:        []string{"4242"},
 	}
 	fullFeatures = loader.Features{Kfuncs: true, Loop: true, ForEach: true, GroupDead: true}
-	fullLoad     = loader.Loaded{Variant: loader.VariantFull, Containment: lineage.ContainKernel, HardCancel: loader.HardCancelKernel, GroupDead: true}
+	fullLoad     = loader.Loaded{Variant: loader.VariantFull, Containment: lineage.ContainKernel, HardCancel: loader.HardCancelKernel, GroupDead: true, Batch: loader.Batch{Check: true, Signal: true}}
 	// compatLoad is what a 5.10 or 6.1 kernel loads.
 	compatLoad = loader.Loaded{Variant: loader.VariantCompat, Containment: lineage.ContainKernelForker, HardCancel: loader.HardCancelNone}
 )
@@ -102,7 +102,7 @@ func TestFakeMachineAllOK(t *testing.T) {
 	}
 	want := []string{CheckKernel, CheckBTF, CheckPrivileges, CheckLockdown, CheckBPFLSM, CheckBPFFS, CheckTracefs,
 		CheckPidfd, CheckSubreaper, CheckCgroup2, CheckPIDNamespace, CheckBPFLoad, CheckTracking, CheckContainment,
-		CheckHardCancel, CheckExecArgv}
+		CheckHardCancel, CheckExecArgv, CheckBatchReap}
 	if len(rep.Checks) != len(want) {
 		t.Fatalf("got %d checks, want %d", len(rep.Checks), len(want))
 	}
@@ -214,6 +214,32 @@ func TestRefusals(t *testing.T) {
 			check: CheckExecArgv, status: Warn,
 			detail: []string{"proc: argv is read from /proc"},
 			why:    []string{"the tracker did not load: nope"},
+		},
+		{
+			name: "a kernel without the batch signal",
+			change: func(tb testing.TB, sys *System) {
+				sys.OpenBPF = func() (loader.Loaded, error) {
+					l := fullLoad
+					l.Batch = loader.Batch{Check: true, SignalOff: "the kernel refused the batch signal: no bpf_send_signal_task"}
+					return l, nil
+				}
+			},
+			check: CheckBatchReap, status: Info,
+			detail: []string{"checks its members many in one system call and signals each through its pidfd", "no bpf_send_signal_task"},
+			bpf:    true,
+		},
+		{
+			name: "a kernel without the batch programs",
+			change: func(tb testing.TB, sys *System) {
+				sys.OpenBPF = func() (loader.Loaded, error) {
+					l := fullLoad
+					l.Batch = loader.Batch{CheckOff: "the kernel refused the batch check: E2BIG", SignalOff: "the kernel refused the batch check: E2BIG"}
+					return l, nil
+				}
+			},
+			check: CheckBatchReap, status: Info,
+			detail: []string{"reads each member's /proc/PID/stat", "E2BIG"},
+			bpf:    true,
 		},
 		{
 			name: "proc fallback: the guardian ends a hard-cancelled lineage",
@@ -566,7 +592,7 @@ func TestWriteJSON(t *testing.T) {
 				t.Errorf("backend %v, verdict %v", doc["backend"], doc["verdict"])
 			}
 			checks, ok := doc["checks"].([]any)
-			if !ok || len(checks) != 16 {
+			if !ok || len(checks) != 17 {
 				t.Fatalf("checks: %v", doc["checks"])
 			}
 			for _, c := range checks {

@@ -16,9 +16,9 @@
 // It takes only the plain command line: --session, --kind, --label and
 // --socket, each as --flag VALUE or --flag=VALUE, then COMMAND. Everything
 // else returns to Go's `lineage exec` before anything is sent: --json,
-// --help, any other flag, a COMMAND not found or found through a relative
-// $PATH entry, an argument that isn't UTF-8, a socket path that won't fit
-// or is abstract, $LINEAGE_CPUPROFILE or $LINEAGE_BLOCKPROFILE set. After
+// --help, --join, any other flag, a COMMAND not found or found through a
+// relative $PATH entry, an argument that isn't UTF-8, a socket path that
+// won't fit or is abstract, $LINEAGE_CPUPROFILE or $LINEAGE_BLOCKPROFILE set. After
 // the request is sent, an answer that isn't 2xx (or none) returns to Go's
 // path too: the daemon changed nothing on a refusal, so Go's path sends the
 // request again and prints the daemon's own message, with the exit status

@@ -152,6 +152,21 @@ type Loaded struct {
 	// GroupDead: the exit hook reads group_dead rather than the thread
 	// group's live count; both tell the same.
 	GroupDead bool `json:"group_dead"`
+	// Batch says what the batch programs beside the tracker do here. A
+	// load's Resolve leaves it zero: the tracker fills it once they have
+	// loaded or been refused.
+	Batch Batch `json:"batch"`
+}
+
+// Batch says whether a reap checks its members, and signals them, many in
+// one system call (the bpf backend's batch programs), and if not, why.
+// Without them a reap reads each member's /proc/PID/stat and signals it
+// through its pidfd: the same checks, one system call or more a member.
+type Batch struct {
+	Check     bool   `json:"check"`
+	CheckOff  string `json:"check_off,omitempty"`
+	Signal    bool   `json:"signal"`
+	SignalOff string `json:"signal_off,omitempty"`
 }
 
 // resolve decides what a load with the forced variant (VariantAuto to

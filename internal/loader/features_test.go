@@ -19,13 +19,13 @@ func TestResolveVariant(t *testing.T) {
 		want   Loaded
 		err    string
 	}{
-		{"6.16+", all, VariantAuto, Loaded{VariantFull, lineage.ContainKernel, HardCancelKernel, true}, ""},
+		{"6.16+", all, VariantAuto, Loaded{VariantFull, lineage.ContainKernel, HardCancelKernel, true, Batch{}}, ""},
 		{"6.13-6.15: kfuncs, no group_dead", Features{Kfuncs: true, Loop: true, ForEach: true}, VariantAuto,
-			Loaded{VariantFull, lineage.ContainKernel, HardCancelNone, false}, ""},
+			Loaded{VariantFull, lineage.ContainKernel, HardCancelNone, false, Batch{}}, ""},
 		{"6.1-6.12: callbacks, no kfuncs", Features{Loop: true, ForEach: true}, VariantAuto,
-			Loaded{VariantCompat, lineage.ContainKernelForker, HardCancelNone, false}, ""},
-		{"5.10: nothing but the baseline", Features{}, VariantAuto, Loaded{VariantCompat, lineage.ContainKernelForker, HardCancelNone, false}, ""},
-		{"compat forced on 6.16+", all, VariantCompat, Loaded{VariantCompat, lineage.ContainKernelForker, HardCancelNone, false}, ""},
+			Loaded{VariantCompat, lineage.ContainKernelForker, HardCancelNone, false, Batch{}}, ""},
+		{"5.10: nothing but the baseline", Features{}, VariantAuto, Loaded{VariantCompat, lineage.ContainKernelForker, HardCancelNone, false, Batch{}}, ""},
+		{"compat forced on 6.16+", all, VariantCompat, Loaded{VariantCompat, lineage.ContainKernelForker, HardCancelNone, false, Batch{}}, ""},
 		{"full forced on 5.10", Features{}, VariantFull, Loaded{}, "needs the kfuncs bpf_task_from_pid and bpf_send_signal_task, bpf_loop, bpf_for_each_map_elem"},
 		{"no ring buffer", Features{RingBuf: errors.New("ENOTSUPP")}, VariantAuto, Loaded{}, "no BPF ring buffer"},
 		{"no tp_btf", Features{Tracing: errors.New("ENOTSUPP")}, VariantCompat, Loaded{}, "tp_btf"},

@@ -70,7 +70,9 @@ type fakeProcess struct {
 	state  string // "S" unless set
 	pgrp   int    // its own pid unless set
 	kernel bool
-	argv   []string
+	// ignoresTerm: the stat shows SIGTERM ignored.
+	ignoresTerm bool
+	argv        []string
 }
 
 func (f *fakeProc) add(p fakeProcess) lineage.Identity {
@@ -92,6 +94,9 @@ func (f *fakeProc) add(p fakeProcess) lineage.Identity {
 	}
 	fields[0], fields[1], fields[2], fields[3] = state, strconv.Itoa(ppid), strconv.Itoa(pgrp), strconv.Itoa(pgrp)
 	fields[6] = strconv.FormatUint(flags, 10)
+	if p.ignoresTerm {
+		fields[30] = strconv.Itoa(1 << (syscall.SIGTERM - 1)) // field 33, sigignore
+	}
 	fields[19] = strconv.FormatUint(p.start, 10)
 	line := fmt.Sprintf("%d (fake) %s\n", p.pid, strings.Join(fields, " "))
 	var cmdline []byte
@@ -142,7 +147,8 @@ func (s *fakeSignaler) exists(pid int) bool {
 	return err == nil && !s.gone[pid]
 }
 
-func (s *fakeSignaler) Open(pid int) (Pin, error) {
+func (s *fakeSignaler) Open(id lineage.Identity) (Pin, error) {
+	pid := int(id.PID)
 	if !s.exists(pid) {
 		return 0, fmt.Errorf("fake open %d: %w", pid, lineage.ErrNoProcess)
 	}
@@ -235,7 +241,10 @@ func listed(s *fakeSignaler, ids ...lineage.Identity) SourceFunc {
 
 func fakeReap(t *testing.T, f *fakeProc, s *fakeSignaler, src Source, opts Options) (Report, map[lineage.Identity]Outcome) {
 	t.Helper()
-	opts.ProcRoot, opts.Signaler, opts.Now = f.root, s, s.clock
+	opts.ProcRoot, opts.Now = f.root, s.clock
+	if opts.Signaler == nil {
+		opts.Signaler = s
+	}
 	rep, err := Reap(context.Background(), src, opts)
 	if err != nil {
 		logReport(t, rep)
@@ -613,5 +622,58 @@ func TestFakeReapChild(t *testing.T) {
 	}
 	if o := out[stranger]; o.Result != lineage.Terminated || o.Status != nil {
 		t.Errorf("stranger: %s, status %v; want terminated, no status", o.Result, o.Status)
+	}
+}
+
+// batchSignaler is the fake signaler with SendAll, which counts its calls.
+type batchSignaler struct {
+	*fakeSignaler
+	calls [][]string // each call's signals
+}
+
+func (b *batchSignaler) SendAll(pins []Pin, sigs []syscall.Signal, errs []error) {
+	var names []string
+	for i, p := range pins {
+		errs[i] = b.Send(p, sigs[i])
+		names = append(names, lineage.SignalName(sigs[i]))
+	}
+	b.calls = append(b.calls, names)
+}
+
+// With a BatchSignaler, the members admitted together are signalled in one
+// call per signal: the SIGKILL of those that ignore SIGTERM, the SIGTERM of
+// those that obey, then the SIGCONT of the one that was stopped.
+func TestFakeBatchSignals(t *testing.T) {
+	f := newFakeProc(t)
+	s := &batchSignaler{fakeSignaler: newFakeSignaler(f)}
+	s.react = func(pid int, sig syscall.Signal) bool { return sig == syscall.SIGTERM }
+	var ids []lineage.Identity
+	for i := range 4 {
+		ids = append(ids, f.add(fakeProcess{pid: 40400 + i, start: 5000}))
+	}
+	stopped := f.add(fakeProcess{pid: 40410, start: 5000, state: "T"})
+	deaf := []lineage.Identity{
+		f.add(fakeProcess{pid: 40411, start: 5000, ignoresTerm: true}),
+		f.add(fakeProcess{pid: 40412, start: 5000, ignoresTerm: true}),
+	}
+	given := func() (lineage.Containment, error) { return "kernel", nil }
+	all := append(append(slices.Clone(ids), stopped), deaf...)
+	_, out := fakeReap(t, f, s.fakeSignaler, listed(s.fakeSignaler, all...), Options{Grace: time.Second, Contain: given, Signaler: s})
+	for _, id := range append(ids, stopped) {
+		if o := out[id]; o.Result != lineage.Terminated {
+			t.Errorf("%s: %s, want terminated", id, o.Result)
+		}
+	}
+	for _, id := range deaf {
+		if o := out[id]; o.Result != lineage.Killed || o.Reason != whyIgnoresTerm {
+			t.Errorf("a member that ignores SIGTERM: %s (%s)", o.Result, o.Reason)
+		}
+	}
+	want := [][]string{{"KILL", "KILL"}, {"TERM", "TERM", "TERM", "TERM", "TERM"}}
+	if len(s.calls) < 2 || !slices.Equal(s.calls[0], want[0]) || !slices.Equal(s.calls[1], want[1]) {
+		t.Errorf("SendAll calls %v, want %v first", s.calls, want)
+	}
+	if !slices.Equal(s.sent[int(stopped.PID)], []string{"TERM", "CONT"}) {
+		t.Errorf("the stopped member was sent %v, want TERM then CONT", s.sent[int(stopped.PID)])
 	}
 }

@@ -560,8 +560,9 @@ func realSignaler(t testing.TB) *recorder {
 	return newRecorder(p)
 }
 
-func (r *recorder) Open(pid int) (Pin, error) {
-	p, err := r.Signaler.Open(pid)
+func (r *recorder) Open(id lineage.Identity) (Pin, error) {
+	pid := int(id.PID)
+	p, err := r.Signaler.Open(id)
 	if err == nil {
 		r.mu.Lock()
 		r.pids[p] = pid

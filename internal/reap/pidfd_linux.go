@@ -29,7 +29,8 @@ func newPidfds() (*pidfds, error) {
 	return &pidfds{epfd: epfd, events: make([]unix.EpollEvent, 1024)}, nil
 }
 
-func (p *pidfds) Open(pid int) (Pin, error) {
+func (p *pidfds) Open(id lineage.Identity) (Pin, error) {
+	pid := int(id.PID)
 	fd, err := openPidfd(pid)
 	if err != nil {
 		return 0, err

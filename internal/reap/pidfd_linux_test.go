@@ -33,7 +33,7 @@ func TestPidfds(t *testing.T) {
 		_ = cmd.Wait()
 	})
 	l.record(identityOf(t, cmd.Process.Pid), "sleeper")
-	pin, err := p.Open(cmd.Process.Pid)
+	pin, err := p.Open(lineage.Identity{PID: uint32(cmd.Process.Pid)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,10 +71,10 @@ func TestPidfds(t *testing.T) {
 	if err := p.Send(pin, syscall.SIGKILL); !errors.Is(err, lineage.ErrNoProcess) {
 		t.Errorf("signal a reaped process: %v, want ErrNoProcess", err)
 	}
-	if _, err := p.Open(cmd.Process.Pid); !errors.Is(err, lineage.ErrNoProcess) {
+	if _, err := p.Open(lineage.Identity{PID: uint32(cmd.Process.Pid)}); !errors.Is(err, lineage.ErrNoProcess) {
 		t.Logf("open a reaped pid: %v (its pid may have been reused)", err)
 	}
-	if _, err := p.Open(int(ownThread(t).PID)); !errors.Is(err, ErrNotProcess) {
+	if _, err := p.Open(ownThread(t)); !errors.Is(err, ErrNotProcess) {
 		t.Errorf("open a thread: %v, want ErrNotProcess", err)
 	}
 }

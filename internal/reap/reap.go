@@ -122,11 +122,14 @@ type Pin int
 // Signaler pins processes, signals them and waits for them to exit. The
 // reaper uses one from a single goroutine. The default uses pidfds.
 type Signaler interface {
-	// Open pins the process pid and watches it for exit: from here on the
-	// pin names that process and no other, even once its pid is reused. It
-	// wraps lineage.ErrNoProcess when no process has that pid and
-	// ErrNotProcess when pid is a thread.
-	Open(pid int) (Pin, error)
+	// Open pins the process id names and watches it for exit: from here on
+	// the pin names that process and no other, even once its pid is
+	// reused. It may pin whatever process has id's pid now (a pidfd does):
+	// the reaper checks the start time after Open. It wraps
+	// lineage.ErrNoProcess when no process has that pid and ErrNotProcess
+	// when the pid is a thread's; a Signaler whose sends check the start
+	// time themselves may leave both to the check.
+	Open(id lineage.Identity) (Pin, error)
 	// Send sends sig to the pinned process; sig 0 only checks that it
 	// exists. It wraps lineage.ErrNoProcess when the process is gone (a
 	// zombie still accepts signals and ignores them).
@@ -139,6 +142,16 @@ type Signaler interface {
 	Status(p Pin) (lineage.ExitStatus, bool)
 	// Release frees p; it is not watched any more.
 	Release(p Pin)
+}
+
+// BatchSignaler is a [Signaler] that sends signals to many pins in one
+// call: the reaper sends through it wherever it signals more than one
+// member at once.
+type BatchSignaler interface {
+	Signaler
+	// SendAll sends sigs[i] to pins[i] and sets errs[i] as Send would
+	// return it. The slices are as long as pins.
+	SendAll(pins []Pin, sigs []syscall.Signal, errs []error)
 }
 
 // Reap ends the lineage that src lists:

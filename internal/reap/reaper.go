@@ -112,10 +112,10 @@ func (r *reaper) reap(ctx context.Context, start time.Duration) error {
 
 	// 3. Terminate.
 	r.gen++
-	for _, v := range r.liveVictims() {
-		r.terminate(v)
-	}
-	if err := r.watch(ctx, r.now()+r.opts.Grace, r.terminate); err != nil {
+	live := r.liveVictims()
+	r.prefetch(live)
+	r.terminateAll(live)
+	if err := r.watch(ctx, r.now()+r.opts.Grace, r.terminateAll); err != nil {
 		return err
 	}
 	t3 := r.now()
@@ -155,11 +155,17 @@ func (r *reaper) stopSet(ctx context.Context) error {
 			return err
 		}
 		stopped := 0
-		stop := func(v *victim) {
-			if v.stopRound == r.round {
-				return
+		stop := func(vs []*victim) {
+			var checked []*victim
+			for _, v := range vs {
+				if v.stopRound == r.round {
+					continue
+				}
+				if _, ok := r.check(v); ok {
+					checked = append(checked, v)
+				}
 			}
-			if _, ok := r.check(v); ok && r.send(v, syscall.SIGSTOP) {
+			for _, v := range r.sendAll(checked, syscall.SIGSTOP) {
 				v.stopRound = r.round
 				stopped++
 			}
@@ -177,9 +183,7 @@ func (r *reaper) stopSet(ctx context.Context) error {
 			}
 		}
 		r.prefetch(unstopped)
-		for _, v := range unstopped {
-			stop(v)
-		}
+		stop(unstopped)
 		if stopped == 0 {
 			quiet++
 		} else {
@@ -189,23 +193,35 @@ func (r *reaper) stopSet(ctx context.Context) error {
 	return nil
 }
 
-// terminate sends SIGTERM to v, then SIGCONT if it is stopped; a member
-// that ignores SIGTERM gets SIGKILL instead.
-func (r *reaper) terminate(v *victim) {
-	st, ok := r.check(v)
-	if !ok {
-		return
+// terminateAll sends SIGTERM to each of vs that passes its check, then
+// SIGCONT to those of them that are stopped; a member that ignores SIGTERM
+// gets SIGKILL instead.
+func (r *reaper) terminateAll(vs []*victim) {
+	var deaf, term []*victim
+	stopped := make(map[*victim]bool)
+	for _, v := range vs {
+		st, ok := r.check(v)
+		switch {
+		case !ok:
+		case st.Ignores(syscall.SIGTERM):
+			deaf = append(deaf, v)
+		default:
+			term = append(term, v)
+			if v.stopped || st.State == "T" {
+				stopped[v] = true
+			}
+		}
 	}
-	if st.Ignores(syscall.SIGTERM) {
-		r.killNow(v, whyIgnoresTerm)
-		return
+	for _, v := range r.sendAll(deaf, syscall.SIGKILL) {
+		v.why = whyIgnoresTerm
 	}
-	if !r.send(v, syscall.SIGTERM) {
-		return
+	var cont []*victim
+	for _, v := range r.sendAll(term, syscall.SIGTERM) {
+		if stopped[v] {
+			cont = append(cont, v)
+		}
 	}
-	if v.stopped || st.State == "T" {
-		r.send(v, syscall.SIGCONT)
-	}
+	r.sendAll(cont, syscall.SIGCONT)
 }
 
 // kill runs kill passes until the Source lists no live member: once with a
@@ -238,11 +254,13 @@ func (r *reaper) kill(ctx context.Context) error {
 		empty = 0
 		r.gen++
 		r.prefetch(targets)
+		var checked []*victim
 		for _, v := range targets {
 			if _, ok := r.check(v); ok {
-				r.send(v, syscall.SIGKILL)
+				checked = append(checked, v)
 			}
 		}
+		r.sendAll(checked, syscall.SIGKILL)
 		for r.live > 0 {
 			if err := r.halt(ctx); err != nil {
 				return err
@@ -257,8 +275,8 @@ func (r *reaper) kill(ctx context.Context) error {
 
 // watch waits until no victim is alive or deadline has passed, listing the
 // Source at least every Poll and whenever the known victims are all gone, and
-// hands each newcomer to fresh (if set) right after admitting it.
-func (r *reaper) watch(ctx context.Context, deadline time.Duration, fresh func(*victim)) error {
+// hands the newcomers of each listing to fresh (if set) once admitted.
+func (r *reaper) watch(ctx context.Context, deadline time.Duration, fresh func([]*victim)) error {
 	deadline = min(deadline, r.deadline)
 	listed := time.Duration(0)
 	for first := true; ; first = false {
@@ -338,11 +356,13 @@ func (r *reaper) abort(cause error) {
 	r.gen++
 	live := r.liveVictims()
 	r.prefetch(live)
+	var checked []*victim
 	for _, v := range live {
 		if _, ok := r.check(v); ok {
-			r.send(v, syscall.SIGKILL)
+			checked = append(checked, v)
 		}
 	}
+	r.sendAll(checked, syscall.SIGKILL)
 	_ = r.await(0)
 	for _, v := range r.liveVictims() {
 		last := ""

@@ -40,8 +40,8 @@ type victim struct {
 }
 
 // list asks the Source for the members, admits those not seen before, and
-// hands each new live victim to fresh (if set) right after admitting it.
-func (r *reaper) list(fresh func(*victim)) error {
+// hands the new live victims to fresh (if set) once all are admitted.
+func (r *reaper) list(fresh func([]*victim)) error {
 	ms, err := r.src.Members()
 	if err != nil {
 		return fmt.Errorf("list members: %w", err)
@@ -73,10 +73,8 @@ func (r *reaper) list(fresh func(*victim)) error {
 			admitted = append(admitted, v)
 		}
 	}
-	if fresh != nil {
-		for _, v := range admitted {
-			fresh(v)
-		}
+	if fresh != nil && len(admitted) > 0 {
+		fresh(admitted)
 	}
 	return nil
 }
@@ -131,7 +129,7 @@ func (r *reaper) pin(v *victim) bool {
 		r.end(v, lineage.Refused, reason)
 		return true
 	}
-	p, err := r.open(int(m.PID))
+	p, err := r.open(m.Identity)
 	switch {
 	case errors.Is(err, lineage.ErrNoProcess):
 		r.end(v, lineage.Vanished, fmt.Sprintf("pid %d was free when the reaper came", m.PID))
@@ -174,10 +172,10 @@ func (r *reaper) judge(v *victim) {
 	}
 }
 
-// open pins pid; when out of file descriptors it collects the exits so far,
+// open pins id; when out of file descriptors it collects the exits so far,
 // frees the pins of ended victims and tries once more.
-func (r *reaper) open(pid int) (Pin, error) {
-	p, err := r.sig.Open(pid)
+func (r *reaper) open(id lineage.Identity) (Pin, error) {
+	p, err := r.sig.Open(id)
 	if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
 		_ = r.await(0)
 		for _, v := range r.victims {
@@ -185,7 +183,7 @@ func (r *reaper) open(pid int) (Pin, error) {
 				r.release(v)
 			}
 		}
-		p, err = r.sig.Open(pid)
+		p, err = r.sig.Open(id)
 	}
 	return p, err
 }
@@ -304,7 +302,39 @@ func (r *reaper) readStat(pid int) (lineage.Stat, error) {
 
 // send signals v, which check has just passed.
 func (r *reaper) send(v *victim, sig syscall.Signal) bool {
-	err := r.sig.Send(v.pin, sig)
+	return r.sent(v, sig, r.sig.Send(v.pin, sig))
+}
+
+// sendAll sends sig to each of vs, which check has just passed, in one call
+// where the Signaler batches (BatchSignaler); it returns those it was sent
+// to.
+func (r *reaper) sendAll(vs []*victim, sig syscall.Signal) []*victim {
+	var out []*victim
+	bs, batches := r.sig.(BatchSignaler)
+	if !batches || len(vs) < 2 {
+		for _, v := range vs {
+			if r.send(v, sig) {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
+	pins, sigs, errs := make([]Pin, len(vs)), make([]syscall.Signal, len(vs)), make([]error, len(vs))
+	for i, v := range vs {
+		pins[i], sigs[i] = v.pin, sig
+	}
+	bs.SendAll(pins, sigs, errs)
+	for i, v := range vs {
+		if r.sent(v, sig, errs[i]) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// sent records the outcome err of sending sig to v, and reports whether it
+// was sent.
+func (r *reaper) sent(v *victim, sig syscall.Signal, err error) bool {
 	switch {
 	case err == nil:
 	case errors.Is(err, lineage.ErrNoProcess):

@@ -33,6 +33,7 @@ const (
 	CodeTimeout    = api.CodeTimeout
 	CodeConflict   = api.CodeConflict
 	CodeTooLarge   = api.CodeTooLarge
+	CodeTooMany    = api.CodeTooMany
 	CodeInternal   = api.CodeInternal
 	CodeBadBackend = api.CodeBadBackend
 )

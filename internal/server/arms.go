@@ -47,6 +47,9 @@ type armsState struct {
 type armedProc struct {
 	session *session
 	stop    func()
+	// uid is whose watch it is: it counts as one of the uid's owner
+	// watches (a pidfd and a goroutine, as a session's owner holds).
+	uid uint32
 }
 
 // cookie returns se's cookie, making one.
@@ -126,7 +129,7 @@ func (s *Server) arm(r *http.Request, p Peer) (int, any, error) {
 	if sess, err := s.trackedSessionOf(id); err != nil {
 		return 0, nil, err
 	} else if sess != "" {
-		return 0, nil, conflict("caller %s is tracked in session %q: a tracked process can't be armed (what it forks is its own root's)", id, sess)
+		return 0, nil, conflict("caller %s is tracked%s: a tracked process can't be armed (what it forks is its own root's)", id, s.inSession(sess, p))
 	}
 	se, created, err := s.sessionForRoot(AddRoot{Session: req.Session, Kind: req.Kind, Label: req.Label}, p)
 	if err != nil {
@@ -187,23 +190,30 @@ func (s *Server) watchArmed(id lineage.Identity, se *session) error {
 		return nil
 	}
 	s.arms.mu.Unlock()
+	if err := s.usage.take(se.uid, limitOwnerWatches, 1); err != nil {
+		return err
+	}
+	fail := func(err error) error {
+		s.usage.give(se.uid, limitOwnerWatches, 1)
+		return fmt.Errorf("arm %s: %w", id, err)
+	}
 	fd, err := unix.PidfdOpen(int(id.PID), unix.PIDFD_NONBLOCK)
 	if err != nil {
-		return fmt.Errorf("arm %s: %w", id, err)
+		return fail(err)
 	}
 	if err := s.proc.Check(id); err != nil {
 		unix.Close(fd)
-		return fmt.Errorf("arm %s: %w", id, err)
+		return fail(err)
 	}
 	f := os.NewFile(uintptr(fd), "pidfd")
 	raw, err := f.SyscallConn()
 	if err != nil {
 		f.Close()
-		return fmt.Errorf("arm %s: %w", id, err)
+		return fail(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.arms.mu.Lock()
-	s.arms.procs[id] = &armedProc{session: se, stop: func() { cancel(); f.Close() }}
+	s.arms.procs[id] = &armedProc{session: se, stop: func() { cancel(); f.Close() }, uid: se.uid}
 	s.arms.mu.Unlock()
 	go func() {
 		first := true
@@ -236,6 +246,7 @@ func (s *Server) unwatchArmed(id lineage.Identity) *session {
 		return nil
 	}
 	a.stop()
+	s.usage.give(a.uid, limitOwnerWatches, 1)
 	return a.session
 }
 
@@ -319,6 +330,7 @@ func (s *Server) claimArmed(se *session) {
 		rt := &root{job: j, added: time.Now(), command: j.Report().Command}
 		s.mu.Lock()
 		se.roots[id] = rt
+		s.touch(se)
 		s.mu.Unlock()
 		s.rootSession.Store(id, se.id)
 	}
@@ -367,7 +379,8 @@ func (s *Server) rebindArmed(se *session, id lineage.Identity, label string, com
 	from := s.arms.sessionOf(cookie)
 	if from != nil {
 		if !from.visible(p) {
-			return Root{}, forbidden("process %s is a root of session %q of uid %d: caller uid %d may not move it", id, from.id, from.uid, p.UID)
+			// Another uid's session is not named.
+			return Root{}, forbidden("process %s is a root of a session caller uid %d may not use: it may not move it", id, p.UID)
 		}
 		s.mu.Lock()
 		if rt, had := from.roots[id]; had {
@@ -390,6 +403,7 @@ func (s *Server) rebindArmed(se *session, id lineage.Identity, label string, com
 		from.op.Lock()
 		s.mu.Lock()
 		delete(from.roots, id)
+		s.touch(from)
 		s.mu.Unlock()
 		from.op.Unlock()
 	}
@@ -406,10 +420,11 @@ func (s *Server) addClaimed(se *session, id lineage.Identity, j *tracker.Job, la
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if se.closed {
+	if se.closing || se.closed {
 		return Root{}, conflict("session %q is closing", se.id)
 	}
 	se.roots[id] = rt
+	s.touch(se)
 	s.rootSession.Store(id, se.id)
 	return rt.view(id, se.id), nil
 }

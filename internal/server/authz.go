@@ -24,12 +24,18 @@ func (s *Server) trackedSession(p Peer) (string, error) {
 // trackedSessionOf returns the session of the lineage id belongs to, or "".
 // Every root's members are listed at once (one pass over the bpf
 // membership map, where a listing per root would read it all each time).
+// The roots are found from the index of roots, not by a look at every
+// session: its cost grows with the roots, not with the sessions open.
 func (s *Server) trackedSessionOf(id lineage.Identity) (string, error) {
 	session := map[lineage.Identity]string{}
+	s.rootSession.Range(func(k, v any) bool {
+		session[k.(lineage.Identity)] = v.(string)
+		return true
+	})
 	s.mu.Lock()
-	for sid, se := range s.sessions {
-		for rid := range se.roots {
-			session[rid] = sid
+	for rid, sid := range session {
+		if se := s.sessions[sid]; se == nil || se.roots[rid] == nil {
+			delete(session, rid) // forgotten, its late events still indexed
 		}
 	}
 	s.mu.Unlock()
@@ -59,9 +65,20 @@ func (s *Server) mayChange(p Peer, what string) error {
 		return err
 	}
 	if sess != "" {
-		return forbidden("caller pid %d is tracked in session %q: a tracked process may not %s", p.PID, sess, what)
+		return forbidden("caller pid %d is tracked%s: a tracked process may not %s", p.PID, s.inSession(sess, p), what)
 	}
 	return nil
+}
+
+// inSession names session sid to p, when p may see it: to another uid, a
+// session of root's that tracks its process is not named.
+func (s *Server) inSession(sid string, p Peer) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if se := s.sessions[sid]; se != nil && se.visible(p) {
+		return fmt.Sprintf(" in session %q", sid)
+	}
+	return ""
 }
 
 // mayRegister refuses a process the caller does not own (real uid).
@@ -74,7 +91,7 @@ func (s *Server) mayRegister(p Peer, id lineage.Identity) error {
 		return err
 	}
 	if uids.Real != p.UID {
-		return forbidden("process %s belongs to uid %d: caller uid %d may register only its own processes", id, uids.Real, p.UID)
+		return forbidden("process %s is not caller uid %d's: a caller may register only its own processes", id, p.UID)
 	}
 	return nil
 }

@@ -56,10 +56,11 @@ func (s *Server) reportSession(r *http.Request, p Peer) (int, any, error) {
 	return http.StatusOK, out, nil
 }
 
-// changeable returns session id for a caller that may change it.
+// changeable returns session id for a caller that may change it; a
+// closing session is refused.
 func (s *Server) changeable(id string, p Peer, what string) (*session, error) {
 	s.mu.Lock()
-	se, err := s.lookup(id, p)
+	se, err := s.lookupOpen(id, p)
 	s.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -159,6 +160,7 @@ func (s *Server) empty(rt *root) bool {
 func (s *Server) forget(se *session, e rootEntry) {
 	s.mu.Lock()
 	delete(se.roots, e.id)
+	s.touch(se)
 	s.mu.Unlock()
 	s.unindex(e.id)
 	if err := e.rt.job.Close(); err != nil {
@@ -174,15 +176,24 @@ func (s *Server) closeSession(ctx context.Context, id string, uid uint32) Ended 
 }
 
 // closeSparing is closeSession with spare added to the keep rules of id
-// and of its child sessions.
+// and of its child sessions. The close is saved as begun before anything
+// is reaped, and from then on the session takes no new root, keep or
+// child: a daemon restarted after a crash finishes it (restore), and a
+// child can't be left behind.
 func (s *Server) closeSparing(ctx context.Context, id string, uid uint32, spare policy.KeepRules) Ended {
 	s.mu.Lock()
 	se := s.sessions[id]
-	kids := s.children(id)
+	var kids []string
+	if se != nil {
+		se.closing = true
+		s.touch(se)
+		kids = s.children(id)
+	}
 	s.mu.Unlock()
 	if se == nil {
 		return Ended{Session: id, Event: policy.SessionClose.String(), Roots: []RootEnd{}}
 	}
+	s.save()
 	var done []Ended
 	for _, kid := range kids {
 		done = append(done, s.closeSparing(ctx, kid, uid, spare))
@@ -193,15 +204,10 @@ func (s *Server) closeSparing(ctx context.Context, id string, uid uint32, spare 
 	out := s.endSparing(ctx, se, policy.SessionClose, uid, spare)
 	out.Children = done
 	s.mu.Lock()
-	se.closed = true
-	se.stopOwner()
-	if s.sessions[id] == se {
-		delete(s.sessions, id)
-	}
+	s.removeSession(se)
 	s.mu.Unlock()
 	s.endStreams(ctx, se)
 	s.forgetCookie(se)
-	s.records.closeLater(id)
 	s.save()
 	return out
 }

@@ -176,6 +176,10 @@ func (s *Server) events(r *http.Request, p Peer) (int, any, error) {
 	if !ok {
 		return 0, nil, errorf(http.StatusInternalServerError, CodeInternal, "streaming unsupported")
 	}
+	if err := s.usage.take(p.UID, limitStreams, 1); err != nil {
+		return 0, nil, err
+	}
+	defer s.usage.give(p.UID, limitStreams, 1)
 	sub := s.hub.subscribe(want)
 	defer s.hub.unsubscribe(sub)
 	if follows != nil {

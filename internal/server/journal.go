@@ -53,29 +53,35 @@ type onDisk struct {
 	journal  *os.File
 	size     int64 // the journal's bytes
 	snapshot int64 // the last snapshot's bytes
-	closed   bool  // after close, every write is a snapshot alone
+	// unwritten is set when views hold changes no file has: an append or
+	// a snapshot failed. The next save, or the close, writes a snapshot.
+	unwritten bool
+	closed    bool // after close, every write is a snapshot alone
 }
 
-// save writes views and nextID: an append of what changed since the last
-// save, or a snapshot when no journal is open or the append would take it
-// past its bound. Call with f.mu held.
-func (f *stateFile) save(views map[string][]byte, nextID int) error {
+// save writes c: an append of what it changes, or a snapshot when no
+// journal is open, an earlier write failed, or the append would take the
+// journal past its bound. The views are updated first, so that a write
+// that fails leaves them as the next snapshot must write them. Call with
+// f.mu held.
+func (f *stateFile) save(c change) error {
 	d := &f.disk
-	if d.journal == nil {
-		return f.compact(views, nextID)
-	}
-	rec, changed := d.changes(views, nextID)
-	if !changed {
+	rec, changed := d.apply(c)
+	if !changed && !d.unwritten {
 		return nil
+	}
+	if d.journal == nil || d.unwritten {
+		return f.compact()
 	}
 	rec.Seq = d.seq + 1
 	line, err := json.Marshal(rec)
 	if err != nil {
+		d.unwritten = true
 		return err
 	}
 	line = append(line, '\n')
 	if d.size+int64(len(line)) > max(journalFloor, journalRatio*d.snapshot) {
-		return f.compact(views, nextID)
+		return f.compact()
 	}
 	n, err := d.journal.Write(line)
 	d.size += int64(n)
@@ -85,41 +91,50 @@ func (f *stateFile) save(views map[string][]byte, nextID int) error {
 		// line.
 		d.journal.Close()
 		d.journal = nil
+		d.unwritten = true
 		return fmt.Errorf("append to %s: %w", journalName, err)
 	}
-	d.seq, d.views, d.nextID = rec.Seq, views, nextID
+	d.seq = rec.Seq
 	return nil
 }
 
-// changes is the record that turns what is written into views and nextID,
-// its sessions in id order; changed is false when there is nothing to write.
-func (d *onDisk) changes(views map[string][]byte, nextID int) (rec journalRecord[json.RawMessage], changed bool) {
-	for _, id := range slices.Sorted(maps.Keys(views)) {
-		if old, ok := d.views[id]; !ok || !bytes.Equal(old, views[id]) {
-			rec.Sessions = append(rec.Sessions, views[id])
+// apply takes c into the views and returns the record of what it changes,
+// its sessions in id order; changed is false when it changes nothing.
+func (d *onDisk) apply(c change) (rec journalRecord[json.RawMessage], changed bool) {
+	if d.views == nil {
+		d.views = make(map[string][]byte, len(c.views))
+	}
+	for _, id := range slices.Sorted(maps.Keys(c.views)) {
+		if old, ok := d.views[id]; !ok || !bytes.Equal(old, c.views[id]) {
+			rec.Sessions = append(rec.Sessions, c.views[id])
+			d.views[id] = c.views[id]
 		}
 	}
-	for _, id := range slices.Sorted(maps.Keys(d.views)) {
-		if _, ok := views[id]; !ok {
+	slices.Sort(c.removed)
+	for _, id := range c.removed {
+		if _, ok := d.views[id]; ok {
 			rec.Removed = append(rec.Removed, id)
+			delete(d.views, id)
 		}
 	}
-	if nextID != d.nextID {
-		rec.NextID = &nextID
+	if c.nextID != d.nextID {
+		rec.NextID = &c.nextID
+		d.nextID = c.nextID
 	}
 	return rec, len(rec.Sessions) > 0 || len(rec.Removed) > 0 || rec.NextID != nil
 }
 
-// compact writes views and nextID as a new snapshot, then starts an empty
+// compact writes the views as a new snapshot, then starts an empty
 // journal. The old journal's records are all in the snapshot: a crash
 // between the rename and the journal's removal leaves them beside a
 // snapshot whose seq skips them. Call with f.mu held.
-func (f *stateFile) compact(views map[string][]byte, nextID int) error {
+func (f *stateFile) compact() error {
 	d := &f.disk
-	st := stateOf[json.RawMessage]{Version: stateVersion, Boot: f.boot, NextID: nextID, Seq: d.seq + 1, Sessions: []json.RawMessage{}}
-	for _, id := range slices.Sorted(maps.Keys(views)) {
-		st.Sessions = append(st.Sessions, views[id])
+	st := stateOf[json.RawMessage]{Version: stateVersion, Boot: f.boot, NextID: d.nextID, Seq: d.seq + 1, Sessions: []json.RawMessage{}}
+	for _, id := range slices.Sorted(maps.Keys(d.views)) {
+		st.Sessions = append(st.Sessions, d.views[id])
 	}
+	d.unwritten = true
 	data, err := json.Marshal(st)
 	if err != nil {
 		return err
@@ -134,7 +149,7 @@ func (f *stateFile) compact(views map[string][]byte, nextID int) error {
 		os.Remove(tmp)
 		return err
 	}
-	d.seq, d.views, d.nextID, d.snapshot = st.Seq, views, nextID, int64(len(data)+1)
+	d.seq, d.snapshot, d.unwritten = st.Seq, int64(len(data)+1), false
 	return f.resetJournal()
 }
 
@@ -164,16 +179,16 @@ func (f *stateFile) resetJournal() error {
 
 // close compacts the journal into a snapshot and closes it, so that a
 // daemon stopped cleanly leaves one snapshot; a write after close writes a
-// snapshot alone. With no journal open (nothing written yet, or an append
-// failed), the files stay as they are: they hold the last save.
+// snapshot alone. With no journal open and nothing unwritten (nothing
+// written yet), the files stay as they are: they hold the last save.
 func (f *stateFile) close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.disk.closed = true
-	if f.disk.journal == nil {
+	if f.disk.journal == nil && !f.disk.unwritten {
 		return nil
 	}
-	return f.compact(f.disk.views, f.disk.nextID)
+	return f.compact()
 }
 
 // readJournal reads the journal at path written after a snapshot whose seq
@@ -183,7 +198,7 @@ func (f *stateFile) close() error {
 // read, or a sequence that doesn't follow, is an error naming the file and
 // the line.
 func readJournal(path string, seq uint64, note func(string, ...any)) ([]journalRecord[Session], uint64, error) {
-	data, err := os.ReadFile(path)
+	data, err := readOwnFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, seq, nil
 	}

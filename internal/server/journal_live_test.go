@@ -172,3 +172,27 @@ func (s *Server) nextIDNow() int {
 	defer s.mu.Unlock()
 	return s.nextID
 }
+
+// A request's save writes the session it changed, whatever else is open:
+// with 200 sessions open, a registration appends one line holding that
+// session alone.
+func TestServerSavesWhatARequestChanged(t *testing.T) {
+	l := startLiveServer(t)
+	for i := range 200 {
+		l.do("POST", "/v1/sessions", OpenSession{ID: fmt.Sprint("idle", i), Kind: "autonomous"}, nil)
+	}
+	l.do("POST", "/v1/sessions", OpenSession{ID: "busy", Kind: "autonomous"}, nil)
+	before := len(journalLines(t, l.dir))
+	l.root("busy")
+	lines := journalLines(t, l.dir)
+	if len(lines) != before+1 {
+		t.Fatalf("%d journal lines after a registration, want %d", len(lines), before+1)
+	}
+	var rec journalRecord[Session]
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Sessions) != 1 || rec.Sessions[0].ID != "busy" || len(rec.Sessions[0].Roots) != 1 || len(rec.Removed) != 0 {
+		t.Errorf("the registration's record %s: want session busy alone, with its root", lines[len(lines)-1])
+	}
+}

@@ -21,7 +21,7 @@ type states struct {
 	t   *testing.T
 	f   *stateFile
 	st  savedState
-	seq uint64
+	seq uint64 // saves so far
 }
 
 func newStates(t *testing.T, dir string) *states {
@@ -33,12 +33,35 @@ func newStates(t *testing.T, dir string) *states {
 	return &states{t: t, f: f, st: savedState{Version: stateVersion, Boot: f.boot, Sessions: []Session{}}}
 }
 
+// save saves every session's view, as a change: the stateFile writes
+// what differs from what it wrote last.
 func (s *states) save() {
 	s.t.Helper()
 	s.seq++
-	if err := s.f.write(s.seq, s.st); err != nil {
+	if err := saveAll(s.f, s.st); err != nil {
 		s.t.Fatal(err)
 	}
+}
+
+// saveAll saves st whole: its sessions' views, and as removed those the
+// stateFile holds that st doesn't.
+func saveAll(f *stateFile, st savedState) error {
+	c := change{views: make(map[string][]byte), nextID: st.NextID}
+	for _, v := range st.Sessions {
+		data, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		c.views[v.ID] = data
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for id := range f.disk.views {
+		if _, ok := c.views[id]; !ok {
+			c.removed = append(c.removed, id)
+		}
+	}
+	return f.save(c)
 }
 
 // open adds a session whose label is pad bytes long.

@@ -35,18 +35,48 @@ func (s *Server) addKeep(r *http.Request, p Peer) (int, any, error) {
 		k.expires = time.Now().Add(ttl)
 	}
 	s.mu.Lock()
-	if se.closed {
-		s.mu.Unlock()
-		return 0, nil, notFound("no session %q", se.id)
-	}
-	se.keeps = append(se.keeps, k)
+	k, err = s.addKeepTo(se, k)
 	s.mu.Unlock()
+	if err != nil {
+		return 0, nil, err
+	}
 	s.hub.kept(se.id, m, "keep "+rule.String())
-	if ttl > 0 {
+	if !k.expires.IsZero() {
 		s.expireLater(se, m.Identity, k)
 	}
 	s.save()
 	return http.StatusCreated, k.view(), nil
+}
+
+// addKeepTo adds k to se's keeps, within its uid's quota, and returns the
+// keep that holds: a rule se holds live already is not added again, but
+// lives on until the later of the two expiries (none is the latest). Call
+// with Server.mu held.
+func (s *Server) addKeepTo(se *session, k keep) (keep, error) {
+	if se.closed {
+		return keep{}, notFound("no session %q", se.id)
+	}
+	if se.closing {
+		return keep{}, conflict("session %q is closing", se.id)
+	}
+	now := time.Now()
+	for i, old := range se.keeps {
+		if old.rule != k.rule || !old.live(now) {
+			continue
+		}
+		if old.expires.IsZero() || (!k.expires.IsZero() && !k.expires.After(old.expires)) {
+			return old, nil
+		}
+		se.keeps[i].expires = k.expires
+		s.touch(se)
+		return se.keeps[i], nil
+	}
+	if err := s.usage.take(se.uid, limitKeeps, 1); err != nil {
+		return keep{}, err
+	}
+	se.keeps = append(se.keeps, k)
+	s.touch(se)
+	return k, nil
 }
 
 // expireLater drops k from se when it expires, and says so in the event
@@ -59,9 +89,7 @@ func (s *Server) expireLater(se *session, id lineage.Identity, k keep) {
 			return
 		}
 		s.mu.Lock()
-		n := len(se.keeps)
-		se.keeps = slices.DeleteFunc(se.keeps, func(x keep) bool { return x == k })
-		gone := len(se.keeps) < n && !se.closed
+		gone := s.dropKeeps(se, func(x keep) bool { return x == k }) > 0 && !se.closed
 		s.mu.Unlock()
 		if gone {
 			s.hub.kept(se.id, lineage.Member{Identity: id}, "keep expired "+k.rule.String())
@@ -70,10 +98,26 @@ func (s *Server) expireLater(se *session, id lineage.Identity, k keep) {
 	})
 }
 
-// sessionOfMember finds the session whose lineage id belongs to, for p.
+// dropKeeps removes se's keeps that match drop, counts them as closed and
+// says how many there were. Call with Server.mu held.
+func (s *Server) dropKeeps(se *session, drop func(keep) bool) int {
+	n := len(se.keeps)
+	se.keeps = slices.DeleteFunc(se.keeps, drop)
+	gone := n - len(se.keeps)
+	if gone > 0 && !se.closed {
+		s.usage.give(se.uid, limitKeeps, gone)
+		s.touch(se)
+	}
+	return gone
+}
+
+// sessionOfMember finds the session whose lineage id belongs to, for p. A
+// process of another uid's session is, to a caller other than root, as
+// one in no session, as is one that doesn't exist: the same 404.
 func (s *Server) sessionOfMember(id lineage.Identity, p Peer) (*session, lineage.Member, error) {
+	none := notFound("process %s is in no session", id)
 	if err := s.proc.Check(id); err != nil {
-		return nil, lineage.Member{}, err
+		return nil, lineage.Member{}, none
 	}
 	for _, se := range s.visibleSessions(p) {
 		for _, e := range s.rootsOf(se) {
@@ -88,10 +132,7 @@ func (s *Server) sessionOfMember(id lineage.Identity, p Peer) (*session, lineage
 			}
 		}
 	}
-	if sid, _ := s.trackedSessionOf(id); sid != "" {
-		return nil, lineage.Member{}, forbidden("process %s is in session %q, which caller uid %d may not use", id, sid, p.UID)
-	}
-	return nil, lineage.Member{}, notFound("process %s is in no session", id)
+	return nil, lineage.Member{}, none
 }
 
 // visibleSessions is a snapshot of the open sessions p may see.
@@ -100,7 +141,7 @@ func (s *Server) visibleSessions(p Peer) []*session {
 	defer s.mu.Unlock()
 	var out []*session
 	for _, se := range s.sessions {
-		if se.visible(p) && !se.closed {
+		if se.visible(p) {
 			out = append(out, se)
 		}
 	}
@@ -136,26 +177,25 @@ func (s *Server) removeKeep(r *http.Request, p Peer) (int, any, error) {
 // takeKeep removes every keep of rule from the open session p may see
 // that holds it live, and returns the session and a keep removed. Rules
 // compare by their text: an exe rule the session resolved is the rule as
-// it was asked for. Call with Server.mu held.
+// it was asked for. Another uid's keep is, to a caller other than root, as
+// one that doesn't exist. Call with Server.mu held.
 func (s *Server) takeKeep(rule policy.Keep, p Peer) (*session, keep, error) {
-	var other *session
 	now := time.Now()
 	text := rule.String()
 	for _, se := range s.sessions {
-		i := slices.IndexFunc(se.keeps, func(k keep) bool { return k.rule.String() == text && k.live(now) })
-		if i < 0 || se.closed {
+		if !se.visible(p) {
 			continue
 		}
-		if !se.visible(p) {
-			other = se
+		i := slices.IndexFunc(se.keeps, func(k keep) bool { return k.rule.String() == text && k.live(now) })
+		if i < 0 {
 			continue
+		}
+		if se.closing {
+			return nil, keep{}, conflict("session %q is closing", se.id)
 		}
 		k := se.keeps[i]
-		se.keeps = slices.DeleteFunc(se.keeps, func(k keep) bool { return k.rule.String() == text })
+		s.dropKeeps(se, func(k keep) bool { return k.rule.String() == text })
 		return se, k, nil
-	}
-	if other != nil {
-		return nil, keep{}, forbidden("keep %s is in session %q of uid %d: caller uid %d may not use it", rule, other.id, other.uid, p.UID)
 	}
 	return nil, keep{}, notFound("no keep %s", rule)
 }

@@ -28,6 +28,7 @@ type metrics struct {
 	reaped      *prometheus.CounterVec
 	signals     *prometheus.CounterVec
 	reapSeconds prometheus.Histogram
+	refusals    [numLimits]prometheus.Counter
 }
 
 // reapSignals are the signals a reap sends, created at zero.
@@ -68,6 +69,13 @@ func newMetrics(s *Server) *metrics {
 		Help:    "How long a reap took, linger and grace included.",
 		Buckets: []float64{0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300},
 	})
+	refused := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lineage_refused_total",
+		Help: "Requests and connections refused (429 too_many) because a uid other than root was at a quota, by the quota (streams, sessions, keeps, owner_watches, connections, records), or because the daemon kept its last file descriptors for root and its own work (files).",
+	}, []string{"reason"})
+	for l := limit(0); l < numLimits; l++ {
+		m.refusals[l] = refused.WithLabelValues(limitNames[l].reason)
+	}
 	b := buildinfo.Get()
 	info := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "lineage_build_info",
@@ -78,7 +86,7 @@ func newMetrics(s *Server) *metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		events, m.reaps, m.reaped, m.signals, m.reapSeconds, info,
+		events, m.reaps, m.reaped, m.signals, m.reapSeconds, refused, info,
 		&stateCollector{s: s},
 	)
 	return m
@@ -90,6 +98,9 @@ func (m *metrics) event(ev lineage.Event) {
 		m.events[ev.Kind].Inc()
 	}
 }
+
+// refused counts one refusal past a quota.
+func (m *metrics) refused(l limit) { m.refusals[l].Inc() }
 
 // settled counts one decision on a root and, for a reap, what it did.
 func (m *metrics) settled(rep *job.Report) {

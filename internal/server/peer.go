@@ -4,8 +4,6 @@ import (
 	"context"
 	"net"
 	"net/http"
-
-	"golang.org/x/sys/unix"
 )
 
 // Peer is the caller as the kernel saw it connect: its effective uid and
@@ -21,26 +19,20 @@ func (p Peer) Root() bool { return p.UID == 0 }
 
 type peerKey struct{}
 
-// peerContext stores the peer of a new connection in its context; a
-// connection whose peer can't be read gets none and every request on it is
-// refused.
+// peerContext stores the peer of a new connection in its context, as the
+// kernel gave it when the connection was accepted (limitedListener); a
+// connection whose peer can't be read gets none and every request on it
+// is refused.
 func peerContext(ctx context.Context, c net.Conn) context.Context {
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
-		return ctx
+	switch c := c.(type) {
+	case *peerConn:
+		return context.WithValue(ctx, peerKey{}, c.peer)
+	case *net.UnixConn:
+		if p, _, ok := peerCred(c); ok {
+			return context.WithValue(ctx, peerKey{}, p)
+		}
 	}
-	raw, err := uc.SyscallConn()
-	if err != nil {
-		return ctx
-	}
-	var cred *unix.Ucred
-	var credErr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil || credErr != nil {
-		return ctx
-	}
-	return context.WithValue(ctx, peerKey{}, Peer{UID: cred.Uid, PID: int(cred.Pid)})
+	return ctx
 }
 
 // peerOf returns the request's peer.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -25,13 +26,15 @@ const DefaultRecordKeep = 100
 // The zero value records nothing.
 type RecordOptions struct {
 	// Dir receives the records, one file per session, named
-	// <opened, UTC>-<session>.jsonl; it is created (0700) if missing.
-	// Files are created 0600, owned by the daemon's user, never through
-	// a symbolic link.
+	// <opened, UTC>-u<uid>-<session>.jsonl, uid the session's opener's;
+	// it is created (0700) if missing, and must be the daemon's alone
+	// (owned by its uid, writable by no one else). Files are created
+	// 0600, owned by the daemon's user, never through a symbolic link.
 	Dir string
-	// Keep bounds the files in Dir: past it, the oldest files of closed
-	// sessions (this daemon's or an earlier one's) are removed first. The
-	// file of an open session is never removed. Zero means
+	// Keep bounds the files of each uid in Dir: past it, the oldest files
+	// of that uid's closed sessions (this daemon's or an earlier one's)
+	// are removed first, so one uid's closes never remove another's
+	// records. The file of an open session is never removed. Zero means
 	// [DefaultRecordKeep].
 	Keep int
 	// Redact, if set, masks matching parts of argv words before they are
@@ -39,8 +42,23 @@ type RecordOptions struct {
 	Redact *regexp.Regexp
 }
 
-// recordName matches the names of the files a record directory holds.
-var recordName = regexp.MustCompile(`^\d{8}T\d{6}\.\d{9}Z-[A-Za-z0-9][A-Za-z0-9._-]{0,63}\.jsonl$`)
+// recordName matches the names of the files a record directory holds, the
+// session's uid in its group 1; a name without one (an earlier daemon's)
+// counts as root's.
+var recordName = regexp.MustCompile(`^\d{8}T\d{6}\.\d{9}Z-(?:u(\d{1,10})-)?[A-Za-z0-9][A-Za-z0-9._-]{0,63}\.jsonl$`)
+
+// recordUID is the uid a record's name gives, and whether it is a record's.
+func recordUID(name string) (uint32, bool) {
+	m := recordName.FindStringSubmatch(name)
+	if m == nil {
+		return 0, false
+	}
+	if m[1] == "" {
+		return 0, true
+	}
+	uid, err := strconv.ParseUint(m[1], 10, 32)
+	return uint32(uid), err == nil
+}
 
 // recordBuffer is how many events may wait for the record writer before
 // the next ones are counted as a loss.
@@ -48,27 +66,42 @@ const recordBuffer = 8192
 
 // records writes each session's events to a file of its own, from one
 // goroutine that owns the files: events arrive from the hub, closes from
-// closeLater.
+// closeLater. Each session holds one of its uid's open records (the
+// Records quota) from its open until its record is closed.
 type records struct {
 	s    *Server
 	dir  *os.File
 	keep int
 	sub  *subscriber
-	ctl  chan string
+	ctl  chan recordClose
 	done chan struct{}
 	open map[string]*sessionRecord
 
-	// closing counts, per session, the closes not yet carried out: a
-	// session that closed before its first event reached the writer still
-	// gets its record. Guarded by mu, never held across I/O.
+	// closing counts, per session, the closes not yet carried out, and
+	// names the uid of the last: a session that closed before its first
+	// event reached the writer still gets its record. Guarded by mu,
+	// never held across I/O.
 	mu      sync.Mutex
-	closing map[string]int
+	closing map[string]closingRecord
+}
+
+// recordClose is a close carried out: the session and its uid.
+type recordClose struct {
+	session string
+	uid     uint32
+}
+
+// closingRecord is the closes of one session not yet carried out.
+type closingRecord struct {
+	n   int
+	uid uint32
 }
 
 // sessionRecord is one session's open record.
 type sessionRecord struct {
 	w    *record.Writer
 	name string
+	uid  uint32
 	// base is the backend's counters when the record began: its losses
 	// are what they grew by until it closes; gaps is where the backend's
 	// lost events stood then, when it places them (placed).
@@ -89,8 +122,8 @@ func (s *Server) startRecords() error {
 	if o.Keep < 0 {
 		return fmt.Errorf("%w option: record keep %d: must be positive", lineage.ErrInvalid, o.Keep)
 	}
-	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
-		return fmt.Errorf("record dir: %w", err)
+	if err := privateDir(o.Dir, "record dir"); err != nil {
+		return err
 	}
 	fd, err := unix.Open(o.Dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -99,8 +132,8 @@ func (s *Server) startRecords() error {
 	r := &records{
 		s: s, dir: os.NewFile(uintptr(fd), o.Dir), keep: o.Keep,
 		sub: s.hub.subscribeSize("", recordBuffer),
-		ctl: make(chan string), done: make(chan struct{}),
-		open: make(map[string]*sessionRecord), closing: make(map[string]int),
+		ctl: make(chan recordClose), done: make(chan struct{}),
+		open: make(map[string]*sessionRecord), closing: make(map[string]closingRecord),
 	}
 	if r.keep == 0 {
 		r.keep = DefaultRecordKeep
@@ -130,10 +163,10 @@ func (r *records) run() {
 				}
 			}
 			r.write(it)
-		case id := <-r.ctl:
-			r.finish(id)
-			r.prune()
-			r.closed(id)
+		case c := <-r.ctl:
+			r.finish(c.session)
+			r.prune(c.uid)
+			r.closed(c)
 		}
 	}
 }
@@ -145,16 +178,19 @@ func (r *records) write(it item) {
 	}
 	sr := r.open[it.session]
 	if sr == nil {
-		if !r.s.sessionOpen(it.session) && !r.isClosing(it.session) {
-			return // a closed session's late events
+		uid, open := r.s.sessionUID(it.session)
+		if !open {
+			if uid, open = r.closingUID(it.session); !open {
+				return // a closed session's late events
+			}
 		}
 		var err error
-		if sr, err = r.create(it.session); err != nil {
+		if sr, err = r.create(it.session, uid); err != nil {
 			r.s.note("lineage: record of session %s: %v\n", it.session, err)
 			return
 		}
 		r.open[it.session] = sr
-		r.prune()
+		r.prune(uid)
 	}
 	if !it.root.IsZero() {
 		sr.roots[it.root] = true
@@ -166,8 +202,8 @@ func (r *records) write(it item) {
 
 // create opens a new record for session, relative to the directory and
 // never through a symbolic link, and writes its header.
-func (r *records) create(session string) (*sessionRecord, error) {
-	name := time.Now().UTC().Format("20060102T150405.000000000Z") + "-" + session + ".jsonl"
+func (r *records) create(session string, uid uint32) (*sessionRecord, error) {
+	name := time.Now().UTC().Format("20060102T150405.000000000Z") + "-u" + strconv.FormatUint(uint64(uid), 10) + "-" + session + ".jsonl"
 	fd, err := unix.Openat(int(r.dir.Fd()), name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", name, err)
@@ -179,7 +215,7 @@ func (r *records) create(session string) (*sessionRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	sr := &sessionRecord{w: w, name: name, roots: map[lineage.Identity]bool{}}
+	sr := &sessionRecord{w: w, name: name, uid: uid, roots: map[lineage.Identity]bool{}}
 	sr.base, _ = r.s.tracker.Stats()
 	sr.gaps, sr.placed = r.s.tracker.GapMark()
 	return sr, nil
@@ -217,9 +253,9 @@ func statsSince(now, base loader.Stats) loader.Stats {
 	}
 }
 
-// prune removes the oldest files of closed sessions while the directory
-// holds more than keep records.
-func (r *records) prune() {
+// prune removes the oldest files of uid's closed sessions while the
+// directory holds more than keep records of uid's.
+func (r *records) prune(uid uint32) {
 	entries, err := r.list()
 	if err != nil {
 		r.s.note("lineage: record dir: %v\n", err)
@@ -232,7 +268,10 @@ func (r *records) prune() {
 	var closed []string
 	total := 0
 	for _, e := range entries {
-		if !e.Type().IsRegular() || !recordName.MatchString(e.Name()) {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		if owner, ok := recordUID(e.Name()); !ok || owner != uid {
 			continue
 		}
 		total++
@@ -266,35 +305,44 @@ func (r *records) list() ([]os.DirEntry, error) {
 }
 
 // closeLater closes session's record once the late events of its roots
-// (exits still in the ring buffer when it closed) are through.
-func (r *records) closeLater(session string) {
+// (exits still in the ring buffer when it closed) are through, and counts
+// it as closed for uid, its opener.
+func (r *records) closeLater(session string, uid uint32) {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
-	r.closing[session]++
+	c := r.closing[session]
+	r.closing[session] = closingRecord{n: c.n + 1, uid: uid}
 	r.mu.Unlock()
 	time.AfterFunc(eventsAfterForget, func() {
 		select {
-		case r.ctl <- session:
+		case r.ctl <- recordClose{session, uid}:
 		case <-r.done:
 		}
 	})
 }
 
-func (r *records) isClosing(session string) bool {
+// closingUID is the uid of session's last close not yet carried out, if
+// one is.
+func (r *records) closingUID(session string) (uint32, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.closing[session] > 0
+	c, ok := r.closing[session]
+	return c.uid, ok
 }
 
-// closed counts one close of session as carried out.
-func (r *records) closed(session string) {
+// closed counts one close as carried out: its record, if any, is closed.
+func (r *records) closed(rc recordClose) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closing[session]--; r.closing[session] <= 0 {
-		delete(r.closing, session)
+	c := r.closing[rc.session]
+	if c.n--; c.n <= 0 {
+		delete(r.closing, rc.session)
+	} else {
+		r.closing[rc.session] = c
 	}
+	r.mu.Unlock()
+	r.s.usage.give(rc.uid, limitRecords, 1)
 }
 
 // wait waits for the records to be closed, after the hub closed.
@@ -304,10 +352,12 @@ func (r *records) wait() {
 	}
 }
 
-// sessionOpen reports whether session id is open.
-func (s *Server) sessionOpen(id string) bool {
+// sessionUID is the uid of session id, and whether it is open.
+func (s *Server) sessionUID(id string) (uint32, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	se, ok := s.sessions[id]
-	return ok && !se.closed
+	if se, ok := s.sessions[id]; ok {
+		return se.uid, true
+	}
+	return 0, false
 }

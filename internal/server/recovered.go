@@ -59,6 +59,8 @@ func (s *Server) adoptUnlisted() {
 	}
 	s.mu.Lock()
 	s.sessions[se.id] = se
+	s.touch(se)
+	s.forceSession(se)
 	s.mu.Unlock()
 	s.note("lineage: %d roots in the pinned tracker were in no saved session: they are in session %s (lineage session close %s reaps them)\n", len(se.roots), se.id, se.id)
 	s.save()

@@ -44,6 +44,10 @@ func (s *Server) addRoot(r *http.Request, p Peer) (int, any, error) {
 		// under the pytest plugin) is the root it asks to be.
 		v, err = s.rebindArmed(se, id, req.Label, req.Command, p)
 	}
+	if errors.Is(err, loader.ErrAlreadyTracked) && !p.Root() {
+		// Which root tracks it may be another uid's to know.
+		err = conflict("register %s: the process is tracked already", id)
+	}
 	if err != nil {
 		if created {
 			s.dropIfEmpty(se)
@@ -55,7 +59,9 @@ func (s *Server) addRoot(r *http.Request, p Peer) (int, any, error) {
 }
 
 // sessionForRoot returns the session a new root joins, opening it when it
-// doesn't exist.
+// doesn't exist. A session's name is its opener's: only its uid adds roots
+// to it. Root joins another uid's session only when it asks to (Join);
+// any other uid is told the id is taken, as by an open of that id.
 func (s *Server) sessionForRoot(req AddRoot, p Peer) (*session, bool, error) {
 	var err error
 	if req.Keep, err = s.resolveKeeps(req.Keep); err != nil {
@@ -63,14 +69,24 @@ func (s *Server) sessionForRoot(req AddRoot, p Peer) (*session, bool, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.sessions[req.Session]; ok {
-		se, err := s.lookup(req.Session, p)
-		return se, false, err
+	if se, ok := s.sessions[req.Session]; ok {
+		switch {
+		case se.uid != p.UID && !p.Root():
+			return nil, false, taken(req.Session)
+		case se.uid != p.UID && !req.Join:
+			return nil, false, conflict("session %q was opened by uid %d: root joins another uid's session only when it asks to (lineage exec --join, lineage roots add --join, \"join\": true)", se.id, se.uid)
+		case se.closing:
+			return nil, false, conflict("session %q is closing", se.id)
+		}
+		return se, false, nil
+	}
+	if req.Join {
+		return nil, false, notFound("no session %q to join", req.Session)
 	}
 	se, err := s.newSession(OpenSession{ID: req.Session, Kind: req.Kind, Label: req.Label, Owner: req.Owner, Keep: req.Keep}, p)
 	if err == nil && se.owner != nil {
 		if err = s.watchOwner(se); err != nil {
-			delete(s.sessions, se.id)
+			s.removeSession(se)
 		}
 	}
 	return se, err == nil, err
@@ -81,9 +97,9 @@ func (s *Server) register(se *session, id lineage.Identity, label string, comman
 	se.op.Lock()
 	defer se.op.Unlock()
 	s.mu.Lock()
-	closed := se.closed
+	closing := se.closing || se.closed
 	s.mu.Unlock()
-	if closed {
+	if closing {
 		return Root{}, conflict("session %q is closing", se.id)
 	}
 	// Indexed first (unless another session's root still is), so that
@@ -103,6 +119,7 @@ func (s *Server) register(se *session, id lineage.Identity, label string, comman
 	}
 	s.mu.Lock()
 	se.roots[id] = rt
+	s.touch(se)
 	s.rootSession.Store(id, se.id)
 	v := rt.view(id, se.id)
 	s.mu.Unlock()
@@ -114,10 +131,8 @@ func (s *Server) register(se *session, id lineage.Identity, label string, comman
 func (s *Server) dropIfEmpty(se *session) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(se.roots) == 0 && len(s.children(se.id)) == 0 {
-		se.closed = true
-		se.stopOwner()
-		delete(s.sessions, se.id)
+	if len(se.roots) == 0 && len(s.children(se.id)) == 0 && !se.closed {
+		s.removeSession(se)
 		s.hub.endSession(se)
 	}
 }
@@ -133,7 +148,7 @@ func (s *Server) listRoots(r *http.Request, p Peer) (int, any, error) {
 	}
 	out := []Root{}
 	for sid, se := range s.sessions {
-		if !se.visible(p) || se.closed || (want != "" && sid != want) {
+		if !se.visible(p) || (want != "" && sid != want) {
 			continue
 		}
 		for id, rt := range se.roots {
@@ -144,16 +159,16 @@ func (s *Server) listRoots(r *http.Request, p Peer) (int, any, error) {
 	return http.StatusOK, out, nil
 }
 
-// findRoot returns the root id and its session, for p.
+// findRoot returns the root id and its session, for p: another uid's root
+// is, to a caller other than root, as one that doesn't exist.
 func (s *Server) findRoot(id lineage.Identity, p Peer) (*session, *root, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, se := range s.sessions {
-		if rt, ok := se.roots[id]; ok && !se.closed {
-			if !se.visible(p) {
-				return nil, nil, forbidden("root %s is in session %q of uid %d: caller uid %d may not use it", id, se.id, se.uid, p.UID)
+	if sid, ok := s.rootSession.Load(id); ok {
+		if se := s.sessions[sid.(string)]; se != nil && se.visible(p) {
+			if rt, ok := se.roots[id]; ok {
+				return se, rt, nil
 			}
-			return se, rt, nil
 		}
 	}
 	return nil, nil, notFound("no root %s", id)
@@ -199,6 +214,7 @@ func (s *Server) removeRoot(r *http.Request, p Peer) (int, any, error) {
 	s.mu.Lock()
 	_, still := se.roots[id]
 	delete(se.roots, id)
+	s.touch(se)
 	s.mu.Unlock()
 	s.unindex(id)
 	if !still {

@@ -29,7 +29,7 @@ func (s *Server) closable(id string, p Peer) (*session, policy.KeepRules, error)
 	self := se.selfClose
 	s.mu.Unlock()
 	if sess != se.id || !self {
-		return nil, nil, forbidden("caller pid %d is tracked in session %q: a tracked process may close only its own session, and only one opened with self_close", p.PID, sess)
+		return nil, nil, forbidden("caller pid %d is tracked%s: a tracked process may close only its own session, and only one opened with self_close", p.PID, s.inSession(sess, p))
 	}
 	spare, err := s.callerChain(p, se)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
 	"sync"
 	"time"
@@ -34,6 +35,9 @@ type Options struct {
 	BodyTimeout time.Duration
 	// Record asks for one record per session.
 	Record RecordOptions
+	// Quotas bound what each uid other than root holds open at once; the
+	// zero value limits nothing (see [DefaultQuotas]).
+	Quotas Quotas
 }
 
 // Server holds the tracker, the sessions and their roots and keeps. Open
@@ -50,6 +54,12 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 	nextID   int
+	// dirty names the sessions changed (or gone) since the last save.
+	dirty map[string]bool
+	// usage counts what each uid holds open, against opts.Quotas.
+	usage *usage
+	// lock is the state directory's lock, held while the server is open.
+	lock *os.File
 	// rootSession maps a root to its session's id, for event filtering.
 	rootSession sync.Map
 	state       *stateFile
@@ -85,7 +95,10 @@ type Server struct {
 // a recovered session. The calling process becomes a child subreaper, as
 // for any tracker.
 func Open(opts Options) (*Server, error) {
-	s := &Server{opts: opts, sessions: make(map[string]*session), hub: newHub(), log: opts.Log}
+	if err := opts.Quotas.validate(); err != nil {
+		return nil, fmt.Errorf("%w %w", lineage.ErrInvalid, err)
+	}
+	s := &Server{opts: opts, sessions: make(map[string]*session), dirty: make(map[string]bool), hub: newHub(), log: opts.Log}
 	if s.log == nil {
 		s.log = io.Discard
 	}
@@ -93,10 +106,14 @@ func Open(opts Options) (*Server, error) {
 	if s.proc, err = proc.Open("/proc"); err != nil {
 		return nil, err
 	}
-	if opts.StateDir != "" {
-		if s.state, err = openState(opts.StateDir); err != nil {
-			return nil, err
+	if err := s.openStateDir(); err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Server, error) {
+		if s.lock != nil {
+			s.lock.Close()
 		}
+		return nil, err
 	}
 	s.hub.sessionOf = func(id lineage.Identity) string {
 		v, _ := s.rootSession.Load(id)
@@ -104,6 +121,7 @@ func Open(opts Options) (*Server, error) {
 		return sid
 	}
 	s.metrics = newMetrics(s)
+	s.usage = newUsage(opts.Quotas, s.metrics.refused)
 	topts := opts.Tracker
 	topts.OnEvent = func(ev lineage.Event) {
 		if ev.Armed {
@@ -113,18 +131,18 @@ func Open(opts Options) (*Server, error) {
 		s.hub.event(ev)
 	}
 	if s.tracker, err = tracker.OpenTracker(topts); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	s.arms.ready.Store(true)
 	if err := s.startRecords(); err != nil {
 		s.tracker.Close()
-		return nil, err
+		return fail(err)
 	}
 	if err := s.restore(); err != nil {
 		s.hub.close()
 		s.records.wait()
 		s.tracker.Close()
-		return nil, err
+		return fail(err)
 	}
 	s.adoptUnlisted()
 	// The arms a pinned tracker holds are an earlier daemon's, whose
@@ -135,20 +153,7 @@ func Open(opts Options) (*Server, error) {
 	// The first save writes a snapshot (the state as restored) and starts
 	// an empty journal: a restarted daemon starts from one snapshot.
 	s.save()
-	s.stopLoops = make(chan struct{})
-	lost, statsErr := s.tracker.Stats()
-	s.loops.Add(1)
-	go func() {
-		defer s.loops.Done()
-		s.watchLosses(s.stopLoops, lossEvery, lost, statsErr == nil)
-	}()
-	if s.state != nil {
-		s.loops.Add(1)
-		go func() {
-			defer s.loops.Done()
-			s.saveLoop(s.stopLoops)
-		}()
-	}
+	s.startLoops()
 	s.http = &http.Server{
 		Handler:           s.readBodies(s.routes()),
 		ConnContext:       peerContext,
@@ -158,9 +163,51 @@ func Open(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Serve answers requests on ln until Close; it returns nil then.
+// openStateDir checks and locks the state directory, if the server keeps
+// a state: the lock first, so that a second daemon reads and writes
+// nothing of the first's.
+func (s *Server) openStateDir() error {
+	dir := s.opts.StateDir
+	if dir == "" {
+		return nil
+	}
+	if err := privateDir(dir, "state dir"); err != nil {
+		return err
+	}
+	var err error
+	if s.lock, err = lockState(dir); err != nil {
+		return err
+	}
+	if s.state, err = openState(dir); err != nil {
+		s.lock.Close()
+		return err
+	}
+	return nil
+}
+
+// startLoops starts the background loops: the loss watcher, and, when
+// the members of an unpinned tracker must be saved, the save loop.
+func (s *Server) startLoops() {
+	s.stopLoops = make(chan struct{})
+	lost, statsErr := s.tracker.Stats()
+	s.loops.Add(1)
+	go func() {
+		defer s.loops.Done()
+		s.watchLosses(s.stopLoops, lossEvery, lost, statsErr == nil)
+	}()
+	if s.state != nil && !s.pinned() {
+		s.loops.Add(1)
+		go func() {
+			defer s.loops.Done()
+			s.saveLoop(s.stopLoops)
+		}()
+	}
+}
+
+// Serve answers requests on ln until Close; it returns nil then. Each
+// connection is accounted for as it is accepted (limitedListener).
 func (s *Server) Serve(ln net.Listener) error {
-	err := s.http.Serve(ln)
+	err := s.http.Serve(s.limit(ln))
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
@@ -198,7 +245,11 @@ func (s *Server) close() error {
 			s.note("lineage: save state: %v\n", err)
 		}
 	}
-	return s.tracker.Close()
+	err := s.tracker.Close()
+	if s.lock != nil {
+		s.lock.Close()
+	}
+	return err
 }
 
 func (s *Server) note(format string, args ...any) { fmt.Fprintf(s.log, format, args...) }
@@ -271,16 +322,15 @@ func getOnly(h http.Handler) http.Handler {
 	})
 }
 
+// status answers without a look at the sessions: its cost doesn't grow
+// with them (the counts are the quotas').
 func (s *Server) status(r *http.Request, p Peer) (int, any, error) {
-	s.mu.Lock()
-	n := 0
-	for _, se := range s.sessions {
-		if p.Root() || se.uid == p.UID {
-			n++
-		}
-	}
-	s.mu.Unlock()
-	return http.StatusOK, Status{API: APIVersion, Reaping: s.opts.Reaping.String(), Sessions: n, UID: p.UID, Goroutines: runtime.NumGoroutine(), Backend: s.tracker.Backend().Backend}, nil
+	n := s.usage.count(p.UID, limitSessions, p.Root())
+	b := s.tracker.Backend()
+	return http.StatusOK, Status{
+		API: APIVersion, Reaping: s.opts.Reaping.String(), Sessions: n, UID: p.UID, Goroutines: runtime.NumGoroutine(),
+		Backend: b.Backend, BackendReason: b.Reason,
+	}, nil
 }
 
 // parseIdentityPath reads the {id} of a roots path.

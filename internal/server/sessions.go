@@ -26,6 +26,11 @@ type session struct {
 	opened time.Time
 	roots  map[lineage.Identity]*root
 	keeps  []keep
+	// closing is set when its close begins, and saved before anything is
+	// reaped: a daemon restarted after a crash finishes the close. A
+	// closing session takes no new root, keep or child session.
+	closing bool
+	// closed is set once it is gone from Server.sessions.
 	closed bool
 
 	op         sync.Mutex
@@ -62,7 +67,7 @@ func (se *session) stopOwner() {
 func (se *session) view() Session {
 	v := Session{
 		ID: se.id, Kind: se.kind.String(), Label: se.label, Parent: se.parent, Owner: se.owner,
-		SelfClose: se.selfClose, UID: se.uid, Opened: se.opened, Roots: []Root{}, Keeps: []Keep{}, Closing: se.closed,
+		SelfClose: se.selfClose, UID: se.uid, Opened: se.opened, Roots: []Root{}, Keeps: []Keep{}, Closing: se.closing,
 	}
 	for id, r := range se.roots {
 		v.Roots = append(v.Roots, r.view(id, se.id))
@@ -105,19 +110,37 @@ func (se *session) keepRules() policy.KeepRules {
 // visible reports whether p may see se.
 func (se *session) visible(p Peer) bool { return p.Root() || se.uid == p.UID }
 
-// lookup returns the session id that p may see. Call with Server.mu held.
+// lookup returns the session id that p may see. Another uid's session is,
+// to a caller other than root, as one that doesn't exist: the same 404.
+// Call with Server.mu held.
 func (s *Server) lookup(id string, p Peer) (*session, error) {
 	se, ok := s.sessions[id]
-	if !ok || se.closed {
+	if !ok || se.closed || !se.visible(p) {
 		return nil, notFound("no session %q", id)
-	}
-	if !se.visible(p) {
-		return nil, forbidden("session %q was opened by uid %d: caller uid %d may not use it", id, se.uid, p.UID)
 	}
 	return se, nil
 }
 
-// newSession adds a session for p. Call with Server.mu held.
+// lookupOpen is lookup for a change: a closing session is refused (409).
+// Call with Server.mu held.
+func (s *Server) lookupOpen(id string, p Peer) (*session, error) {
+	se, err := s.lookup(id, p)
+	if err == nil && se.closing {
+		return nil, conflict("session %q is closing", id)
+	}
+	return se, err
+}
+
+// taken is the refusal of a session id in use, whoever uses it: it names
+// no owner.
+func taken(id string) error {
+	return conflict("session id %q is taken: choose another", id)
+}
+
+// newSession adds a session for p, within p's quotas (the session, its
+// keep rules, its owner watch, its record). A parent must be open: a
+// child of a closing parent would be left behind by its close. Call with
+// Server.mu held.
 func (s *Server) newSession(req OpenSession, p Peer) (*session, error) {
 	if req.ID == "" {
 		for {
@@ -128,11 +151,11 @@ func (s *Server) newSession(req OpenSession, p Peer) (*session, error) {
 			}
 		}
 	}
-	if _, taken := s.sessions[req.ID]; taken {
-		return nil, conflict("session %q exists", req.ID)
+	if _, ok := s.sessions[req.ID]; ok {
+		return nil, taken(req.ID)
 	}
 	if req.Parent != "" {
-		if _, err := s.lookup(req.Parent, p); err != nil {
+		if _, err := s.lookupOpen(req.Parent, p); err != nil {
 			return nil, fmt.Errorf("parent: %w", err)
 		}
 	}
@@ -144,8 +167,71 @@ func (s *Server) newSession(req OpenSession, p Peer) (*session, error) {
 	for _, k := range req.Keep {
 		se.keeps = append(se.keeps, keep{rule: k})
 	}
+	if err := s.takeSession(se); err != nil {
+		return nil, err
+	}
 	s.sessions[se.id] = se
+	s.touch(se)
 	return se, nil
+}
+
+// takeSession counts se against its uid's quotas, all or none.
+func (s *Server) takeSession(se *session) error {
+	type held struct {
+		l limit
+		n int
+	}
+	want := []held{{limitSessions, 1}, {limitKeeps, len(se.keeps)}}
+	if se.owner != nil {
+		want = append(want, held{limitOwnerWatches, 1})
+	}
+	if s.records != nil {
+		want = append(want, held{limitRecords, 1})
+	}
+	for i, h := range want {
+		if err := s.usage.take(se.uid, h.l, h.n); err != nil {
+			for _, g := range want[:i] {
+				s.usage.give(se.uid, g.l, g.n)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// forceSession counts a restored se against its uid's quotas, whatever
+// they are: the daemon holds it already.
+func (s *Server) forceSession(se *session) {
+	s.usage.force(se.uid, limitSessions, 1)
+	s.usage.force(se.uid, limitKeeps, len(se.keeps))
+	if se.owner != nil {
+		s.usage.force(se.uid, limitOwnerWatches, 1)
+	}
+	if s.records != nil {
+		s.usage.force(se.uid, limitRecords, 1)
+	}
+}
+
+// removeSession takes se out of the open sessions, stops watching its
+// owner and counts what it held as closed; its record is closed later
+// (records.closeLater), and counted as closed then. Removing a session
+// twice does nothing. Call with Server.mu held.
+func (s *Server) removeSession(se *session) {
+	if se.closed {
+		return
+	}
+	se.closed = true
+	se.stopOwner()
+	if s.sessions[se.id] == se {
+		delete(s.sessions, se.id)
+		s.touch(se)
+	}
+	s.usage.give(se.uid, limitSessions, 1)
+	s.usage.give(se.uid, limitKeeps, len(se.keeps))
+	if se.owner != nil {
+		s.usage.give(se.uid, limitOwnerWatches, 1)
+	}
+	s.records.closeLater(se.id, se.uid)
 }
 
 // resolveKeeps resolves the exe rules a session opens with, once, before
@@ -171,9 +257,8 @@ func (s *Server) openSession(r *http.Request, p Peer) (int, any, error) {
 	s.mu.Lock()
 	se, err := s.newSession(req, p)
 	if err == nil && se.owner != nil {
-		err = s.watchOwner(se)
-		if err != nil {
-			delete(s.sessions, se.id)
+		if err = s.watchOwner(se); err != nil {
+			s.removeSession(se)
 		}
 	}
 	var v Session
@@ -193,7 +278,7 @@ func (s *Server) listSessions(r *http.Request, p Peer) (int, any, error) {
 	defer s.mu.Unlock()
 	out := []Session{}
 	for _, se := range s.sessions {
-		if se.visible(p) && !se.closed {
+		if se.visible(p) {
 			out = append(out, se.view())
 		}
 	}

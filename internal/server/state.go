@@ -4,10 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,10 +28,13 @@ const stateName = "state.json"
 // written to a temporary file and renamed over the last one, and beside it
 // a journal (journalName, journal.go), to which each save appends, in one
 // write(2), what changed since the last: the views of the sessions that
-// changed, the ids of those gone, the next session number. Both are compact
-// JSON (jq shows them indented). The journal is compacted into a new
-// snapshot when it outgrows its bound, when the server starts and when it
-// closes. Writes are ordered: an older save never replaces a newer.
+// changed, the ids of those gone, the next session number. A save's work
+// is what changed: the server marks the sessions it changes (Server.touch),
+// and a save marshals those alone; the views last written are kept, as
+// bytes, for the next compaction. Both files are compact JSON (jq shows
+// them indented). The journal is compacted into a new snapshot when it
+// outgrows its bound, when the server starts and when it closes. Saves are
+// serialised by mu, in the order their changes were taken.
 //
 // Nothing is fsynced. The rename makes a snapshot atomic against the
 // daemon's own crash (a kill -9 leaves the page cache, so the old file or
@@ -48,13 +49,14 @@ const stateName = "state.json"
 // ms on every registration; appending instead of renaming saves ext4's
 // writeback of the renamed file (its auto_da_alloc heuristic) and the
 // writing out of every session at every save.
+//
+// The files are read back only when they are the daemon's own (files.go).
 type stateFile struct {
-	dir     string
-	boot    string // this boot's boot_id, "" when unknown
-	mu      sync.Mutex
-	taken   uint64 // guarded by Server.mu
-	written uint64 // guarded by mu
-	disk    onDisk // guarded by mu
+	dir  string
+	boot string // this boot's boot_id, "" when unknown
+	// mu serialises the saves; it is taken before Server.mu, never after.
+	mu   sync.Mutex
+	disk onDisk // guarded by mu
 }
 
 // stateOf is the snapshot's layout, its sessions as views (read back) or
@@ -67,18 +69,30 @@ type stateOf[S any] struct {
 	// Seq is the last journal sequence the snapshot includes: records
 	// up to it are skipped at replay.
 	Seq uint64 `json:"seq,omitempty"`
-	// Sessions are as the API shows them, open ones only.
+	// Sessions are as the API shows them, open ones only (a closing one
+	// says so: its close is finished at restore).
 	Sessions []S `json:"sessions"`
 }
 
 // savedState is the state as saved and restored.
 type savedState = stateOf[Session]
 
+// change is one save's changes: the views of the sessions that changed,
+// marshalled, the ids of those gone, and the next session number.
+type change struct {
+	views   map[string][]byte
+	removed []string
+	nextID  int
+}
+
+// openState checks the state directory, making it if need be. It takes no
+// lock: [Server.Open] takes the directory's (lockState).
 func openState(dir string) (*stateFile, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("state dir: %w", err)
+	if err := privateDir(dir, "state dir"); err != nil {
+		return nil, err
 	}
-	return &stateFile{dir: dir, boot: bootID()}, nil
+	// Until the first save, the files hold no view of this server's.
+	return &stateFile{dir: dir, boot: bootID(), disk: onDisk{unwritten: true}}, nil
 }
 
 // bootIDFile names this boot of the kernel: it changes at every boot.
@@ -104,46 +118,71 @@ func (f *stateFile) earlierBoot(st savedState, parsed bool, written, booted time
 	return written.Before(booted)
 }
 
-// save writes the current state, if the server keeps one. Failures are
-// noted, not returned: the API's answer stands, the next save retries.
+// touch marks se as changed, for the next save. Call with Server.mu held.
+func (s *Server) touch(se *session) {
+	if s.state != nil {
+		s.dirty[se.id] = true
+	}
+}
+
+// save writes what changed since the last save, if the server keeps a
+// state. Failures are noted, not returned: the API's answer stands, and
+// the next save writes a snapshot of everything.
 func (s *Server) save() {
-	if s.state == nil {
+	f := s.state
+	if f == nil {
 		return
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	s.mu.Lock()
-	st := savedState{Version: stateVersion, Boot: s.state.boot, NextID: s.nextID, Sessions: []Session{}}
-	jobs := make(map[lineage.Identity]*tracker.Job)
-	for _, se := range s.sessions {
-		if se.closed {
-			continue
-		}
-		v := se.view()
-		st.Sessions = append(st.Sessions, v)
-		for id, r := range se.roots {
-			jobs[id] = r.job
+	views := make([]Session, 0, len(s.dirty))
+	var removed []string
+	for id := range s.dirty {
+		if se := s.sessions[id]; se != nil {
+			views = append(views, se.view())
+		} else {
+			removed = append(removed, id)
 		}
 	}
-	s.state.taken++
-	seq := s.state.taken
+	clear(s.dirty)
+	next := s.nextID
 	s.mu.Unlock()
 	if !s.pinned() {
-		saveMembers(st, s.tracker.MembersOf(slices.Collect(maps.Keys(jobs))))
+		var roots []lineage.Identity
+		for _, v := range views {
+			for _, r := range v.Roots {
+				roots = append(roots, r.Root)
+			}
+		}
+		if len(roots) > 0 {
+			saveMembers(views, s.tracker.MembersOf(roots))
+		}
 	}
-	if err := s.state.write(seq, st); err != nil {
+	c := change{views: make(map[string][]byte, len(views)), removed: removed, nextID: next}
+	for _, v := range views {
+		data, err := json.Marshal(v)
+		if err != nil {
+			s.note("lineage: save state: %v\n", err)
+			return
+		}
+		c.views[v.ID] = data
+	}
+	if err := f.save(c); err != nil {
 		s.note("lineage: save state: %v\n", err)
 	}
 }
 
-// saveMembers adds each root's live members to st, so that a restarted
+// saveMembers adds each root's live members to views, so that a restarted
 // daemon can find a lineage whose root exited while no daemon ran. A
 // pinned tracker needs none: its map keeps an exited root's lineage for
 // the next daemon ([tracker.Tracker.Resume]), so its saves skip the listing (a
 // pass over the whole membership map, 0.3 ms at 65,536 entries, at every
 // registration).
-func saveMembers(st savedState, members map[lineage.Identity][]lineage.Member) {
-	for i := range st.Sessions {
-		for k := range st.Sessions[i].Roots {
-			r := &st.Sessions[i].Roots[k]
+func saveMembers(views []Session, members map[lineage.Identity][]lineage.Member) {
+	for i := range views {
+		for k := range views[i].Roots {
+			r := &views[i].Roots[k]
 			for _, m := range members[r.Root] {
 				if m.Identity != r.Root {
 					r.Members = append(r.Members, Member{Process: m.Identity, Parent: m.Parent})
@@ -159,11 +198,13 @@ func (s *Server) pinned() bool {
 	return s.opts.Tracker.PinRoot != "" && s.tracker.Backend().Backend == loader.BackendBPF
 }
 
-// saveEvery is how often the state is written even when no request
-// changed it: members come and go on their own.
+// saveEvery is how often the members of the roots of an unpinned tracker
+// are saved even when no request changed them: they come and go on their
+// own.
 const saveEvery = 2 * time.Second
 
-// saveLoop writes the state every saveEvery until stop is closed.
+// saveLoop saves the members of every root every saveEvery until stop is
+// closed; a pinned tracker keeps them in the kernel, and needs no loop.
 func (s *Server) saveLoop(stop <-chan struct{}) {
 	tick := time.NewTicker(saveEvery)
 	defer tick.Stop()
@@ -172,6 +213,13 @@ func (s *Server) saveLoop(stop <-chan struct{}) {
 		case <-stop:
 			return
 		case <-tick.C:
+			s.mu.Lock()
+			for _, se := range s.sessions {
+				if len(se.roots) > 0 {
+					s.touch(se)
+				}
+			}
+			s.mu.Unlock()
 			s.backgroundSave()
 		}
 	}
@@ -186,32 +234,6 @@ func (s *Server) backgroundSave() {
 	if !s.bgClosed {
 		s.save()
 	}
-}
-
-// write saves st, taken as the seq-th save: the views of its sessions are
-// marshalled outside mu, and compared under it with those last written.
-// A save older than one written already is dropped.
-func (f *stateFile) write(seq uint64, st savedState) error {
-	views := make(map[string][]byte, len(st.Sessions))
-	for _, v := range st.Sessions {
-		data, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		views[v.ID] = data
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if seq <= f.written {
-		return nil
-	}
-	before := f.disk.seq
-	err := f.save(views, st.NextID)
-	// A snapshot written before its new journal failed is written.
-	if err == nil || f.disk.seq != before {
-		f.written = seq
-	}
-	return err
 }
 
 // writeFile writes data to a new or truncated file at path, mode 0600,
@@ -248,14 +270,33 @@ func (s *Server) restore() error {
 		return err
 	}
 	s.nextID = st.NextID
-	var orphaned []*session
+	var orphaned, unfinished []*session
 	for _, ss := range st.Sessions {
 		se := s.restoreSession(ss)
-		if se.owner != nil && s.watchOwner(se) != nil {
+		switch {
+		case se.closing:
+			unfinished = append(unfinished, se)
+		case se.owner != nil && s.watchOwner(se) != nil:
 			orphaned = append(orphaned, se)
 		}
 	}
 	s.rearmKeeps()
+	for _, se := range s.sessions {
+		// A child whose parent is gone (an older daemon let one be
+		// opened while its parent closed) closes as its parent did.
+		if se.parent != "" && s.sessions[se.parent] == nil && !se.closing {
+			se.closing = true
+			unfinished = append(unfinished, se)
+		}
+	}
+	for _, se := range unfinished {
+		// A child's close is its parent's to finish, first.
+		if p := s.sessions[se.parent]; p != nil && p.closing {
+			continue
+		}
+		s.note("lineage: session %s: its close (or its parent's) began before the last daemon stopped: finishing it (%s)\n", se.id, policy.SessionClose)
+		go s.closeSession(contextBackground(), se.id, se.uid)
+	}
 	for _, se := range orphaned {
 		s.note("lineage: session %s: its owner %s is gone: closing it\n", se.id, se.owner)
 		go s.closeSession(contextBackground(), se.id, se.uid)
@@ -271,7 +312,7 @@ const earlierBootSuffix = ".earlier-boot"
 // changed on an error.
 func (f *stateFile) load(note func(string, ...any)) (st savedState, ok bool, err error) {
 	path := filepath.Join(f.dir, stateName)
-	data, err := os.ReadFile(path)
+	data, err := readOwnFile(path)
 	snapshot := err == nil
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return st, false, fmt.Errorf("read state: %w", err)
@@ -284,10 +325,10 @@ func (f *stateFile) load(note func(string, ...any)) (st savedState, ok bool, err
 		return savedState{}, false, err
 	}
 	if perr != nil {
-		return st, false, fmt.Errorf("read state: %w", perr)
+		return st, false, fmt.Errorf("read state %s: %w (move it aside to start empty)", path, perr)
 	}
 	if snapshot && st.Version != stateVersion {
-		return st, false, fmt.Errorf("read state: version %d: want %d", st.Version, stateVersion)
+		return st, false, fmt.Errorf("read state %s: version %d: want %d", path, st.Version, stateVersion)
 	}
 	jpath := filepath.Join(f.dir, journalName)
 	if _, err := os.Lstat(jpath); !snapshot && err == nil {
@@ -342,6 +383,7 @@ func (s *Server) restoreSession(ss Session) *session {
 	se := &session{
 		id: ss.ID, kind: parseKind(ss.Kind), label: ss.Label, parent: ss.Parent, owner: ss.Owner,
 		selfClose: ss.SelfClose, uid: ss.UID, opened: ss.Opened, roots: make(map[lineage.Identity]*root),
+		closing: ss.Closing,
 	}
 	for _, r := range ss.Roots {
 		if err := s.restoreRoot(se, r.Root, r); err == nil {
@@ -380,6 +422,8 @@ func (s *Server) restoreSession(ss Session) *session {
 		se.keeps = append(se.keeps, kept)
 	}
 	s.sessions[se.id] = se
+	s.touch(se)
+	s.forceSession(se)
 	return se
 }
 

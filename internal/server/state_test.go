@@ -92,7 +92,7 @@ func TestStateWriteNamesTheBoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.write(1, savedState{Version: stateVersion, Boot: f.boot, NextID: 3, Sessions: []Session{}}); err != nil {
+	if err := saveAll(f, savedState{Version: stateVersion, Boot: f.boot, NextID: 3, Sessions: []Session{}}); err != nil {
 		t.Fatal(err)
 	}
 	var names []string

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -25,7 +24,7 @@ func (s *Server) why(r *http.Request, p Peer) (int, any, error) {
 	var roots []entry
 	s.mu.Lock()
 	for _, se := range s.sessions {
-		if se.closed {
+		if !se.visible(p) {
 			continue
 		}
 		for rid, rt := range se.roots {
@@ -38,14 +37,10 @@ func (s *Server) why(r *http.Request, p Peer) (int, any, error) {
 		if err != nil || !ok {
 			continue
 		}
-		if !e.se.visible(p) {
-			return 0, nil, forbidden("process %s is tracked in session %q of uid %d: caller uid %d may not see it", id, e.se.id, e.se.uid, p.UID)
-		}
 		return http.StatusOK, e.se.whyView(id, e.rootEntry, steps), nil
 	}
-	if err := s.proc.Check(id); err != nil && !errors.Is(err, lineage.ErrNoProcess) {
-		return 0, nil, notFound("process %s is not tracked: %v", id, err)
-	}
+	// Another uid's process is, to a caller other than root, as one that
+	// isn't tracked, or doesn't exist.
 	return 0, nil, notFound("process %s is not tracked by lineage (or it exited, and no live member descends from it)", id)
 }
 

@@ -105,6 +105,7 @@ func (j *Job) Reap(ctx context.Context, d policy.Decision, opts job.ReapOptions)
 		Refuse:    refuser(t.caller, j.root, t.proc),
 		Inspect:   t.inspector(),
 		ReapChild: t.children.ReapExited,
+		Signaler:  t.kernelSignaler(),
 	})
 	resume()
 	j.rep.Reap = &r

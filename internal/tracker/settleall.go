@@ -176,6 +176,7 @@ func (t *Tracker) reapAll(ctx context.Context, roots []lineage.Identity, byRoot 
 		},
 		Inspect:   t.inspector(),
 		ReapChild: t.children.ReapExited,
+		Signaler:  t.kernelSignaler(),
 	})
 	parts := splitReap(r, roots)
 	for _, root := range roots {

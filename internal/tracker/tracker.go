@@ -42,6 +42,10 @@ type TrackerOptions struct {
 	// them. Verbose adds the ones that only -v asks for.
 	Log     io.Writer
 	Verbose bool
+	// SayBackend makes the backend in use, and why, the first note (a
+	// daemon's first line), whatever Verbose says; auto's fallback to
+	// proc is a warning.
+	SayBackend bool
 	// OnEvent, if set, is given every event after the tree has it, from
 	// the tracker's one event goroutine; it must not block.
 	OnEvent func(lineage.Event)
@@ -107,7 +111,14 @@ func OpenTracker(opts TrackerOptions) (*Tracker, error) {
 		t.children.Close()
 		return nil, err
 	}
-	t.detail("lineage: backend %s\n", t.choice)
+	switch {
+	case !opts.SayBackend:
+		t.detail("lineage: backend %s\n", t.choice)
+	case t.choice.Backend == loader.BackendProc && t.choice.Asked == loader.BackendAuto:
+		t.note("lineage: warning: backend %s: processes that live and die between two scans of /proc are not seen\n", t.choice)
+	default:
+		t.note("lineage: backend %s\n", t.choice)
+	}
 	t.notePinned()
 	t.startEvents()
 	return t, nil

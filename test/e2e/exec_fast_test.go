@@ -224,6 +224,8 @@ func testExecFastFallsBack(t *testing.T, d *daemon, fast, ref execRunner) {
 		{"no session", nil, []string{"--", "true"}, true},
 		{"no command", nil, []string{"--session", "fast-x"}, true},
 		{"unknown flag", nil, []string{"--session", "fast-x", "--bogus", "--", "true"}, true},
+		// --join is Go's to send: no session to join here, so both refuse.
+		{"join", nil, []string{"--session", "fast-join", "--join", "--", "true"}, true},
 		{"help", nil, []string{"--help"}, true},
 		{"relative PATH entry", []string{"PATH=.:" + os.Getenv("PATH")}, []string{"--session", "fast-x", "--", "true"}, true},
 		{"profile", []string{"LINEAGE_CPUPROFILE=" + profile}, []string{"--session", "fast-x", "--", "true"}, true},

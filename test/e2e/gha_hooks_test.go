@@ -58,9 +58,10 @@ func TestGitHubActionsHooks(t *testing.T) {
 		echo completed
 		read go
 		exit 0`, hooksDir, steps))
+	random := knownRandom(t)
 	worker.Env = append(os.Environ(),
 		"PATH="+lineageOnPath(t)+":"+os.Getenv("PATH"),
-		"LINEAGE_SOCKET="+d.sock, "LINEAGE_GHA_STRICT=1",
+		"LINEAGE_SOCKET="+d.sock, "LINEAGE_GHA_STRICT=1", "LINEAGE_GHA_RANDOM="+random,
 		"GITHUB_RUN_ID=4242", "GITHUB_RUN_ATTEMPT=2", "GITHUB_JOB=build")
 	stdin, err := worker.StdinPipe()
 	if err != nil {
@@ -72,7 +73,7 @@ func TestGitHubActionsHooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	session := fmt.Sprintf("gha-4242-2-%d", wpid)
+	session := fmt.Sprintf("gha-4242-2-%d-%s", wpid, knownRandomHex)
 
 	left := atLeastSleepers(t, mark, 5) // four steps' and the bystander
 	var s server.Session
@@ -103,6 +104,95 @@ func TestGitHubActionsHooks(t *testing.T) {
 	stdin.Close()
 	if err := worker.Wait(); err != nil {
 		t.Errorf("the worker: %v\n%s", err, log)
+	}
+}
+
+// knownRandomHex is the random part of a session id the hooks read from
+// the file knownRandom writes.
+const knownRandomHex = "0123456789abcdef"
+
+// knownRandom writes the bytes of knownRandomHex to a file, for the hooks
+// to read as their random source (LINEAGE_GHA_RANDOM): the test knows the
+// session id the hooks will open.
+func knownRandom(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "random")
+	if err := os.WriteFile(path, []byte{0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef}, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// A session id is its opener's: when another user of the host has taken
+// the job's (uid 65534 opens it before the job starts), the started hook
+// fails the job, strict or not, and nothing of the job runs; the taker's
+// session is left as it was. A daemon that can't be reached only warns,
+// unless strict.
+func TestGitHubActionsHookSessionTaken(t *testing.T) {
+	d := startDaemon(t, "")
+	n := asNobody(t, d)
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	ran := filepath.Join(t.TempDir(), "ran")
+	for _, c := range []struct {
+		name   string
+		socket string
+		strict string
+		take   bool
+		want   string // the worker's exit: 3 for a failed started hook
+		log    string
+	}{
+		{"taken", d.sock, "0", true, "exit status 3", "::error::lineage: session gha-4242-1-"},
+		{"no daemon", filepath.Join(t.TempDir(), "none.sock"), "0", false, "", "::warning::lineage: could not open session"},
+		{"no daemon, strict", filepath.Join(t.TempDir(), "none.sock"), "1", false, "exit status 3", "::error::lineage: could not open session"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			os.Remove(ran)
+			worker := exec.Command("sh", "-c", fmt.Sprintf(`
+				read go
+				sh %s/job-started.sh || exit 3
+				touch %s
+				exit 0`, hooksDir, ran))
+			worker.Env = append(os.Environ(),
+				"PATH="+lineageOnPath(t)+":"+os.Getenv("PATH"),
+				"LINEAGE_SOCKET="+c.socket, "LINEAGE_GHA_STRICT="+c.strict, "LINEAGE_GHA_RANDOM="+knownRandom(t),
+				"GITHUB_RUN_ID=4242", "GITHUB_RUN_ATTEMPT=1")
+			stdin, err := worker.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := startWorker(t, worker)
+			session := fmt.Sprintf("gha-4242-1-%d-%s", worker.Process.Pid, knownRandomHex)
+			if c.take {
+				if msg, code := n.lineage("session", "open", session, "--kind", "interactive"); code != 0 {
+					t.Fatalf("uid 65534 could not open %s: %s", session, msg)
+				}
+			}
+			before := snapshot(t, d)
+			io.WriteString(stdin, "\n")
+			stdin.Close()
+			err = worker.Wait()
+			if got := fmt.Sprint(err); (c.want == "" && err != nil) || (c.want != "" && got != c.want) {
+				t.Errorf("the worker: %v, want %q\n%s", err, c.want, out)
+			}
+			if !strings.Contains(out.String(), c.log) {
+				t.Errorf("the job's log:\n%s\nwant %q", out, c.log)
+			}
+			_, statErr := os.Stat(ran)
+			if jobRan := statErr == nil; jobRan != (c.want == "") {
+				t.Errorf("the job ran: %v, want %v", jobRan, c.want == "")
+			}
+			if after := snapshot(t, d); after != before {
+				t.Errorf("the hook changed the daemon's state:\nbefore %s\nafter  %s", before, after)
+			}
+			if c.take {
+				var s server.Session
+				d.do("GET", "/v1/sessions/"+session, nil, &s)
+				if s.UID != 65534 || len(s.Roots) != 0 {
+					t.Errorf("the taken session %s: %+v, want uid 65534's, with no root", session, s)
+				}
+			}
+		})
 	}
 }
 

@@ -24,6 +24,10 @@ func TestPythonClient(t *testing.T) {
 	d := startDaemon(t, "")
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
+	// A session of another uid's, which the client must refuse to run in.
+	if msg, code := asNobody(t, d).lineage("session", "open", "py-foreign", "--kind", "autonomous"); code != 0 {
+		t.Fatalf("uid 65534's session open: %s", msg)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	tests, err := filepath.Abs("../../clients/python/tests")
@@ -38,6 +42,7 @@ func TestPythonClient(t *testing.T) {
 		client.EnvSocket+"="+d.sock,
 		"LINEAGE_BIN="+frontBin,
 		"LINEAGE_TEST_MARK="+mark,
+		"LINEAGE_TEST_FOREIGN_SESSION=py-foreign",
 		"TMPDIR="+t.TempDir(),
 		"PYTHONDONTWRITEBYTECODE=1",
 	)
@@ -50,8 +55,8 @@ func TestPythonClient(t *testing.T) {
 	if ran == nil {
 		t.Fatalf("no unittest summary:\n%s", out)
 	}
-	if n, _ := strconv.Atoi(string(ran[1])); n < 17 {
-		t.Errorf("ran %d Python tests, want at least 17:\n%s", n, out)
+	if n, _ := strconv.Atoi(string(ran[1])); n < 18 {
+		t.Errorf("ran %d Python tests, want at least 18:\n%s", n, out)
 	}
 	if strings.Contains(string(out), "skipped") {
 		t.Errorf("Python tests skipped:\n%s", out)

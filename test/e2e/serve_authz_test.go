@@ -125,12 +125,14 @@ func TestServeAuthorisesByPeerUID(t *testing.T) {
 
 	n.refused("400 invalid", "roots", "add", "1", "--session", "mine")
 	n.refused("403 forbidden", "roots", "add", rootsPID, "--session", "mine")
+	// Root's session, root and process are, to uid 65534, as ones that
+	// don't exist.
 	for _, args := range [][]string{
 		{"session", "report", "roots"}, {"session", "close", "roots"}, {"turn", "end", "roots"},
 		{"keep", rootsSleep}, {"roots", "rm", rootsSleep}, {"roots", "show", rootsSleep},
 		{"roots", "ls", "--session", "roots"},
 	} {
-		n.refused("403 forbidden", args...)
+		n.refused("404 not_found", args...)
 	}
 	if out, code := n.lineage("session", "ls"); code != 0 || strings.Contains(out, "roots") {
 		t.Errorf("session ls as uid 65534: %d %q", code, out)
@@ -152,7 +154,7 @@ func TestServeAuthorisesByPeerUID(t *testing.T) {
 	}
 	other := startSleep(t, exec.Command("sleep", testutil.Sleep(mark)))
 	otherPID, _, _ := strings.Cut(other, "@")
-	d.do("POST", "/v1/roots", server.AddRoot{PID: atoi(t, otherPID), Session: "mine"}, nil)
+	d.do("POST", "/v1/roots", server.AddRoot{PID: atoi(t, otherPID), Session: "mine", Join: true}, nil)
 	if msg, code := n.lineage("session", "close", "mine"); code != 0 {
 		t.Fatalf("closing its own session: %s", msg)
 	}

@@ -35,6 +35,9 @@ type daemon struct {
 	// pin is the daemon's --pin-dir: a pin root of the test's own, whose
 	// pins are removed when the test ends, or "none".
 	pin string
+	// bin, when set, is the binary the daemon runs instead of this test
+	// binary (one built without the race detector, to measure memory).
+	bin string
 }
 
 // startDaemon starts a daemon with the bpf backend, its tracker pinned in a
@@ -51,14 +54,25 @@ func startDaemonEnv(t *testing.T, env []string, args ...string) *daemon {
 	return startDaemonIn(t, "", env, args...)
 }
 
+// startDaemonBin starts a daemon that runs bin.
+func startDaemonBin(t *testing.T, bin string, args ...string) *daemon {
+	t.Helper()
+	return startDaemonWith(t, &daemon{bin: bin}, "", args...)
+}
+
 func startDaemonIn(t *testing.T, stateDir string, env []string, args ...string) *daemon {
+	t.Helper()
+	return startDaemonWith(t, &daemon{env: env}, stateDir, args...)
+}
+
+func startDaemonWith(t *testing.T, d *daemon, stateDir string, args ...string) *daemon {
 	t.Helper()
 	requireBackend(t, loader.BackendBPF)
 	dir := t.TempDir()
 	if stateDir == "" {
 		stateDir = filepath.Join(dir, "state")
 	}
-	d := &daemon{t: t, sock: filepath.Join(dir, "lineage.sock"), state: stateDir, stderr: &lockedBuffer{}, env: env}
+	d.t, d.sock, d.state, d.stderr = t, filepath.Join(dir, "lineage.sock"), stateDir, &lockedBuffer{}
 	// Registered before the stop, so that it runs after it.
 	d.pin = testutil.PinRoot(t)
 	d.start(args...)
@@ -70,6 +84,10 @@ func (d *daemon) start(args ...string) {
 	d.t.Helper()
 	all := append([]string{"serve", "--backend", "bpf", "--socket", d.sock, "--state-dir", d.state, "--grace", "1s", "--pin-dir", d.pin}, args...)
 	d.cmd = lineageCmd(all...)
+	if d.bin != "" {
+		d.cmd = exec.Command(d.bin, all...)
+		d.cmd.Env = append(os.Environ(), noDaemonEnv)
+	}
 	d.cmd.Env = append(d.cmd.Env, d.env...)
 	d.cmd.Stderr = d.stderr
 	served := strings.Count(d.stderr.String(), servingNote)

@@ -57,7 +57,8 @@ func TestServeKeepRemoved(t *testing.T) {
 	if _, code := d.run("keep", "--rm", "--ttl", "1m", id); code == 0 {
 		t.Error("keep --rm --ttl was accepted")
 	}
-	n.refused("403 forbidden", "keep", "--rm", id)
+	// Another uid's keep is as one that doesn't exist.
+	n.refused("404 not_found", "keep", "--rm", id)
 	if after := snapshot(t, d); after != before {
 		t.Errorf("refused removals changed the state:\nbefore %s\nafter  %s", before, after)
 	}

@@ -100,7 +100,7 @@ func freeAddr(t *testing.T) string {
 // allowedLabels are the only label names a lineage_* series may have: no
 // pid, no session, nothing unbounded.
 var allowedLabels = map[string]bool{"kind": true, "decision": true, "result": true, "signal": true,
-	"version": true, "revision": true, "goversion": true, "bpf": true}
+	"version": true, "revision": true, "goversion": true, "bpf": true, "reason": true}
 
 func checkStartup(t *testing.T, m families) {
 	t.Helper()

@@ -128,7 +128,7 @@ func TestServeProcRefusedMemberIsNeverLeftStopped(t *testing.T) {
 	}
 	other := startSleep(t, exec.Command("sleep", testutil.Sleep(mark)))
 	otherPID, otherStart := ident(t, other)
-	d.do("POST", "/v1/roots", server.AddRoot{PID: int64(otherPID), Session: "mine"}, nil)
+	d.do("POST", "/v1/roots", server.AddRoot{PID: int64(otherPID), Session: "mine", Join: true}, nil)
 	if msg, code := n.lineage("turn", "end", "mine"); code != 0 {
 		t.Fatalf("ending its own session's turn: %s", msg)
 	}

@@ -71,8 +71,16 @@ func TestServeRestartFindsLeftoversOfAGoneRoot(t *testing.T) {
 	testutil.CheckNoLeaks(t, mark)
 	d.startExec("gone", "autonomous", "sh", "-c", fmt.Sprintf("setsid sleep %[1]s1 & sleep 1", testutil.Sleep(mark)))
 	left := atLeastSleepers(t, mark+"1", 1)
-	// Any change writes the state, members included.
-	d.do("POST", "/v1/sessions", server.OpenSession{ID: "tick"}, nil)
+	// Without pinning, the members of every root are saved every 2 s.
+	saved := fmt.Sprintf(`{"process":{"pid":%d,`, left[0].PID)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if snap := stateFiles(t, d); strings.Contains(snap["state.json"]+snap["state.journal"], saved) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the leftover %d is not in the saved state within 20s", left[0].PID)
+		}
+	}
 	d.kill9()
 	// The root exits while no daemon runs.
 	time.Sleep(1500 * time.Millisecond)

@@ -92,7 +92,8 @@ func TestWhyNamesTheShellThatStartedADoubleFork(t *testing.T) {
 	whyRefusesBadInput(t, d, sleeper)
 	whyWithoutAnswer(t, d)
 	n := asNobody(t, d)
-	n.refused("403 forbidden", "why", id)
+	// Root's process is, to another uid, as one not tracked.
+	n.refused("404 not_found", "why", id)
 
 	d.do("POST", "/v1/sessions/why/close", nil, nil)
 	allGone(t, []testutil.Proc{sleeper})

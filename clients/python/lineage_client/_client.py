@@ -228,23 +228,39 @@ class Client:
         return self._lineage_path
 
     def ensure_session(self, session: str, kind: str | None = None, label: str | None = None) -> None:
-        """Opens ``session`` unless it exists; a bad or foreign session
-        raises ``LineageError``. Once seen, a session is not asked about
-        again by this client: if it closes, ``lineage exec`` opens it anew."""
+        """Opens ``session`` unless it exists; a bad session, or another
+        uid's (``conflict``: its roots are its opener's, so nothing would
+        run), raises ``LineageError``. Once seen, a session is not asked
+        about again by this client: if it closes, ``lineage exec`` opens it
+        anew."""
         if session in self._known_sessions:
             return
         try:
-            self.session(session)
+            self._own_session(session)
         except LineageError as e:
             if e.code != "not_found":
                 raise
             try:
                 self.open_session(session, kind=kind, label=label)
             except LineageError as e2:
-                # Opened meanwhile by another caller of ours: fine.
                 if e2.code != "conflict":
                     raise
+                # Opened meanwhile: by another caller of ours, fine; by
+                # another uid (which we can't see), refused.
+                try:
+                    self._own_session(session)
+                except LineageError as e3:
+                    if e3.code != "not_found":
+                        raise
+                    raise e2 from None
         self._known_sessions.add(session)
+
+    def _own_session(self, session: str) -> dict[str, Any]:
+        s = self.session(session)
+        if s.get("uid") != os.geteuid():
+            raise LineageError("conflict", "session %r was opened by uid %s: its roots are its opener's, so nothing runs "
+                               "(as root, lineage exec --join joins it)" % (session, s.get("uid")), 409)
+        return s
 
     def turn_end(self, session: str) -> Ended:
         """Ends a turn of ``session``: the policy reaps (autonomous) or

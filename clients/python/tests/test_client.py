@@ -291,6 +291,16 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             self.client.run(["true"], session_name("both"), input=b"x", stdin=subprocess.PIPE)
 
+    def test_another_uids_session_runs_nothing(self):
+        foreign = os.environ.get("LINEAGE_TEST_FOREIGN_SESSION")
+        self.assertTrue(foreign, "no LINEAGE_TEST_FOREIGN_SESSION: a session uid 65534 opened")
+        marker = os.path.join(os.environ.get("TMPDIR", "/tmp"), "lineage-py-foreign-" + MARK)
+        with self.assertRaises(LineageError) as cm:
+            self.client.run(["touch", marker], foreign)
+        self.assertEqual(cm.exception.code, "conflict")
+        self.assertIn("uid 65534", cm.exception.message)
+        self.assertFalse(os.path.exists(marker), "a command ran in another uid's session")
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -20,12 +20,13 @@ const MaxHandoffFiles = 16
 
 // HandoffFiles returns new descriptors, close-on-exec, for what another
 // process needs to reap b's lineages once b's owner is gone: the members
-// map, the roots map, then one per attached program link, in that order.
-// Hold the links, not only the maps: a program stays attached while one
-// descriptor of its link is open, and without the fork hook a member forks
-// out of reach. The caller owns the files and closes them; b is unchanged.
+// map, the roots map, the .bss map (where the reaper's lease is renewed),
+// then one per attached program link, in that order. Hold the links, not
+// only the maps: a program stays attached while one descriptor of its link
+// is open, and without the fork hook a member forks out of reach. The
+// caller owns the files and closes them; b is unchanged.
 func (b *Tracker) HandoffFiles() ([]*os.File, error) {
-	fds := []int{b.objs.Members.FD(), b.objs.Roots.FD()}
+	fds := []int{b.objs.Members.FD(), b.objs.Roots.FD(), b.bss.FD()}
 	for _, l := range b.links {
 		raw, ok := l.(interface{ FD() int })
 		if !ok {
@@ -64,19 +65,21 @@ func closeFiles(files []*os.File) {
 // as long as it is open. Safe for concurrent use by multiple goroutines.
 type Handoff struct {
 	bpf   *Tracker
+	bss   *ebpf.Map
 	links []*os.File
 }
 
 // OpenHandoff takes over files, in the order [(*Tracker).HandoffFiles] gives
-// them, and checks that the first two are the membership and roots maps
-// this binary knows. containment is what the loader's [(*Tracker).Containment]
-// said. On success the Handoff owns the files;
-// on error they are closed. Errors for files that are not the expected maps
-// wrap lineage.ErrInvalid.
+// them, and checks that the first three are the membership, roots and
+// .bss maps this binary knows. containment is what the loader's
+// [(*Tracker).Containment] said. From then on the Handoff renews the reaper's
+// lease until it is closed (see [ReapLease]). On success the Handoff owns
+// the files; on error they are closed. Errors for files that are not the
+// expected maps wrap lineage.ErrInvalid.
 func OpenHandoff(files []*os.File, containment lineage.Containment) (*Handoff, error) {
-	if len(files) < 2 || len(files) > MaxHandoffFiles {
+	if len(files) < 3 || len(files) > MaxHandoffFiles {
 		closeFiles(files)
-		return nil, fmt.Errorf("%w handoff: %d descriptors, want 2 to %d", lineage.ErrInvalid, len(files), MaxHandoffFiles)
+		return nil, fmt.Errorf("%w handoff: %d descriptors, want 3 to %d", lineage.ErrInvalid, len(files), MaxHandoffFiles)
 	}
 	procFS, err := proc.Open("/proc")
 	if err != nil {
@@ -96,7 +99,48 @@ func OpenHandoff(files []*os.File, containment lineage.Containment) (*Handoff, e
 	}
 	b := &Tracker{proc: procFS, loaded: loader.Loaded{Containment: containment}}
 	b.objs.Members, b.objs.Roots = members, roots
-	return &Handoff{bpf: b, links: files[2:]}, nil
+	h := &Handoff{bpf: b, links: files[3:]}
+	if err := h.openLease(files[2], containment); err != nil {
+		_ = members.Close()
+		_ = roots.Close()
+		closeFiles(files[3:])
+		return nil, err
+	}
+	return h, nil
+}
+
+// openLease maps the .bss map in f, and renews the lease in it from now
+// on. f is closed in all cases.
+func (h *Handoff) openLease(f *os.File, containment lineage.Containment) error {
+	defer f.Close()
+	variant := loader.VariantFull
+	if containment == lineage.ContainKernelForker {
+		variant = loader.VariantCompat
+	}
+	off, err := leaseOffset(variant)
+	if err != nil {
+		return fmt.Errorf("handoff: %w", err)
+	}
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("handoff bss map: %w", err)
+	}
+	m, err := ebpf.NewMapFromFD(fd)
+	if err != nil {
+		return fmt.Errorf("%w handoff: bss map: %w", lineage.ErrInvalid, err)
+	}
+	if m.Type() != ebpf.Array || m.KeySize() != 4 || int64(m.ValueSize()) < off+8 {
+		_ = m.Close()
+		return fmt.Errorf("%w handoff: bss map: got %v with %d-byte values, want the program's .bss", lineage.ErrInvalid, m.Type(), m.ValueSize())
+	}
+	mem, err := m.Memory()
+	if err != nil {
+		_ = m.Close()
+		return fmt.Errorf("handoff: bss map: %w", err)
+	}
+	h.bss, h.bpf.leaseMem, h.bpf.leaseOff = m, mem, off
+	h.bpf.stopLease = make(chan struct{})
+	return h.bpf.keepLease(h.bpf.stopLease)
 }
 
 // handoffMap turns f into the map named want, checking its shape against
@@ -135,7 +179,8 @@ func (h *Handoff) Contain(root lineage.Identity) (lineage.Containment, error) {
 // Close releases the maps and the links. Once the last holder of the links
 // closes them, the programs detach and nothing is tracked any more.
 func (h *Handoff) Close() error {
-	errs := []error{h.bpf.objs.Members.Close(), h.bpf.objs.Roots.Close()}
+	close(h.bpf.stopLease)
+	errs := []error{h.bpf.objs.Members.Close(), h.bpf.objs.Roots.Close(), h.bss.Close()}
 	for _, f := range h.links {
 		errs = append(errs, f.Close())
 	}

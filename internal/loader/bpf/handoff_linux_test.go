@@ -9,6 +9,7 @@ import (
 
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/proc"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -22,7 +23,7 @@ func TestHandoffKeepsTrackingAfterTheLoaderCloses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := 2 + len(b.links); len(files) != want {
+	if want := 3 + len(b.links); len(files) != want {
 		t.Fatalf("%d handoff files, want %d", len(files), want)
 	}
 	h, err := OpenHandoff(files, b.Containment())
@@ -61,10 +62,19 @@ func TestHandoffKeepsTrackingAfterTheLoaderCloses(t *testing.T) {
 	if _, err := h.Contain(lineage.Identity{PID: id.PID, StartTicks: id.StartTicks + 1}); !errors.Is(err, loader.ErrNotRoot) {
 		t.Errorf("contain with a wrong start time: %v, want ErrNotRoot", err)
 	}
+	// The handoff, not the closed loader, renews the reaper's lease now.
+	first, err := h.bpf.Lease()
+	if err != nil || first <= proc.BootTime() {
+		t.Fatalf("the handoff's lease %v (%v), want it ahead of now", first, err)
+	}
+	waitFor(t, "the handoff's renewal", 5*time.Second, func() bool {
+		l, err := h.bpf.Lease()
+		return err == nil && l > first
+	})
 }
 
 func TestOpenHandoffRejectsWhatIsNotOurMaps(t *testing.T) {
-	for n := range 3 {
+	for n := range 4 {
 		var files []*os.File
 		for range n {
 			r, w, err := os.Pipe()

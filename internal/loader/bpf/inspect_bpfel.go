@@ -34,11 +34,14 @@ type inspectProcStat struct {
 	StartStack uint64
 	SigIgnore  uint64
 	SigCatch   uint64
+	WantStart  uint64
 	Pid        uint32
 	Ppid       uint32
 	Threads    uint32
 	ExitCode   int32
 	Flags      inspectProcFlag
+	Sig        int32
+	Err        int32
 	State      int8
 	Pad        [3]int8
 	Comm       [16]int8
@@ -48,8 +51,12 @@ type inspectProcStat struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	inspectMapInspected = "inspected"
-	inspectProgInspect  = "inspect"
+	inspectMapInspected        = "inspected"
+	inspectProgInspect         = "inspect"
+	inspectProgSignalBatch     = "signal_batch"
+	inspectVarKillUidBounded   = "kill_uid_bounded"
+	inspectVarKillUidEffective = "kill_uid_effective"
+	inspectVarKillUidReal      = "kill_uid_real"
 )
 
 // loadInspect returns the embedded CollectionSpec for inspect.
@@ -94,7 +101,8 @@ type inspectSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type inspectProgramSpecs struct {
-	Inspect *ebpf.ProgramSpec `ebpf:"inspect"`
+	Inspect     *ebpf.ProgramSpec `ebpf:"inspect"`
+	SignalBatch *ebpf.ProgramSpec `ebpf:"signal_batch"`
 }
 
 // inspectMapSpecs contains maps before they are loaded into the kernel.
@@ -108,6 +116,9 @@ type inspectMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type inspectVariableSpecs struct {
+	KillUidBounded   *ebpf.VariableSpec `ebpf:"kill_uid_bounded"`
+	KillUidEffective *ebpf.VariableSpec `ebpf:"kill_uid_effective"`
+	KillUidReal      *ebpf.VariableSpec `ebpf:"kill_uid_real"`
 }
 
 // inspectObjects contains all objects after they have been loaded into the kernel.
@@ -143,18 +154,23 @@ func (m *inspectMaps) Close() error {
 //
 // It can be passed to loadInspectObjects or ebpf.CollectionSpec.LoadAndAssign.
 type inspectVariables struct {
+	KillUidBounded   *ebpf.Variable `ebpf:"kill_uid_bounded"`
+	KillUidEffective *ebpf.Variable `ebpf:"kill_uid_effective"`
+	KillUidReal      *ebpf.Variable `ebpf:"kill_uid_real"`
 }
 
 // inspectPrograms contains all programs after they have been loaded into the kernel.
 //
 // It can be passed to loadInspectObjects or ebpf.CollectionSpec.LoadAndAssign.
 type inspectPrograms struct {
-	Inspect *ebpf.Program `ebpf:"inspect"`
+	Inspect     *ebpf.Program `ebpf:"inspect"`
+	SignalBatch *ebpf.Program `ebpf:"signal_batch"`
 }
 
 func (p *inspectPrograms) Close() error {
 	return _InspectClose(
 		p.Inspect,
+		p.SignalBatch,
 	)
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/proc"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
@@ -203,4 +204,92 @@ func quietThread(t *testing.T) int {
 		return err == nil && strings.Contains(string(b), ") S ")
 	})
 	return id
+}
+
+// The batch signal sends each identity its signal only while the pid still
+// names it: a sleeper and a process whose leader thread exited (through a
+// live thread) get it and die; a stale start time, a free pid, a zombie
+// and a kernel thread get nothing, each with its own error; and with the
+// signals bounded by another user, a process that user could not signal
+// gets nothing either.
+func TestSignalBatchSignalsOnlyTheIdentity(t *testing.T) {
+	b := openBPF(t, &Options{Variant: loader.VariantFull})
+	if ok, why := b.Signals(); !ok {
+		t.Fatalf("the full program loaded, the batch signal did not: %s", why)
+	}
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	begin := func(cmd *exec.Cmd) *exec.Cmd {
+		t.Helper()
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start %v: %v", cmd.Args, err)
+		}
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		})
+		return cmd
+	}
+	identity := func(cmd *exec.Cmd) lineage.Identity {
+		t.Helper()
+		st, err := proc.ReadStat("/proc", cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Identity
+	}
+	sleepers := []*exec.Cmd{
+		begin(exec.Command("sleep", testutil.Sleep(mark+"1"))),
+		begin(exec.Command("sleep", testutil.Sleep(mark+"2"))),
+	}
+	stranger := begin(exec.Command("sleep", testutil.Sleep(mark+"3")))
+	zombie := begin(exec.Command("sh", "-c", "exit 3"))
+	leaderless := begin(helperCmd("leader-exit-long"))
+	testutil.Eventually(t, 10*time.Second, "a zombie and a process whose leader exited", func() bool {
+		z, err1 := proc.ReadStat("/proc", zombie.Process.Pid)
+		l, err2 := proc.ReadStat("/proc", leaderless.Process.Pid)
+		return err1 == nil && z.State == "Z" && err2 == nil && l.State == "Z" && l.Threads > 1
+	})
+	kthreadd, err := proc.ReadStat("/proc", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := identity(stranger)
+	stale.StartTicks++
+	ids := []lineage.Identity{identity(sleepers[0]), identity(sleepers[1]), identity(leaderless), stale,
+		{PID: uint32(freePID(t)), StartTicks: 1}, identity(zombie), kthreadd.Identity}
+	sigs := make([]syscall.Signal, len(ids))
+	for i := range sigs {
+		sigs[i] = syscall.SIGTERM
+	}
+	before, errs := make([]lineage.Stat, len(ids)), make([]error, len(ids))
+	if err := b.SignalBatch(ids, sigs, before, errs); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []error{nil, nil, nil, lineage.ErrIdentityMismatch, lineage.ErrNoProcess, lineage.ErrNoProcess, syscall.EPERM} {
+		if (want == nil) != (errs[i] == nil) || (want != nil && !errors.Is(errs[i], want)) {
+			t.Errorf("%s: %v, want %v", ids[i], errs[i], want)
+		}
+	}
+	if before[0].Identity != ids[0] || before[0].State != "S" || before[0].Comm != "sleep" {
+		t.Errorf("the stat before the signal: %#v", before[0])
+	}
+	for _, cmd := range append(sleepers, leaderless) {
+		var ws syscall.WaitStatus
+		if _, err := syscall.Wait4(cmd.Process.Pid, &ws, 0, nil); err != nil || !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+			t.Errorf("pid %d: %v, wait status %v; want killed by TERM", cmd.Process.Pid, err, ws)
+		}
+	}
+	if !testutil.Alive(int(stranger.Process.Pid), identity(stranger).StartTicks) {
+		t.Error("the process behind a stale identity was signalled")
+	}
+
+	bounded := openBPF(t, &Options{Variant: loader.VariantFull, KillUser: &policy.KillUser{Real: 65534, Effective: 65534}})
+	mine := identity(stranger)
+	if err := bounded.SignalBatch([]lineage.Identity{mine}, []syscall.Signal{syscall.SIGTERM}, before[:1], errs[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(errs[0], syscall.EACCES) || !testutil.Alive(stranger.Process.Pid, mine.StartTicks) {
+		t.Errorf("root's process signalled for uid 65534: %v", errs[0])
+	}
 }

@@ -28,12 +28,16 @@ var layoutFingerprints = map[uint32]string{
 	// (ROOT_F_KEPT, MEMBER_F_SPARED_EXE, MEMBER_F_CAUGHT, EVENT_F_SPARED,
 	// EVENT_F_CAUGHT, the stats of the second fork hook and of the keeps).
 	3: "e959214ce652c7feea8e505b89c4044ddfa5c9c231327b4bd00d1f288af316c7",
-	// Layout 4: exec records sized to what they carry (struct event ends
+	// Layout 4 adds the reaper's lease (reap_lease_ns) to .bss: kill-at-
+	// birth ends when the holder of the tracker dies. The roots and
+	// members maps are layout 3's, so a layout 1, 2 or 3 set migrates.
+	4: "d4587cd97cf5e4470fef00cc2f09d88d9b070eebf4e8074a852d07cf663610a9",
+	// Layout 5: exec records sized to what they carry (struct event ends
 	// at comm, filename_size where padding was; struct exec_event), and
 	// the drops map (struct drop_log, struct lost). Its members and roots
-	// are layout 3's: a set of layout 1 to 3 migrates, its ring's backlog
+	// are layout 3's: a set of layout 1 to 4 migrates, its ring's backlog
 	// read in the fixed slots those wrote.
-	4: "a082db4d1d0209d74b91e8c36de6e095dd33fb2aaa61c7e6a6926eb8ce55722d",
+	5: "ca45354f61768e389e3433eda1c474c361e7e8a598e79b66d40b9e43e8763ce6",
 }
 
 func TestLayoutVersionNamesTheLayout(t *testing.T) {

@@ -175,6 +175,7 @@ const (
 	lineageVarKillUidReal        = "kill_uid_real"
 	lineageVarKillUntracked      = "kill_untracked"
 	lineageVarKillWithSupervisor = "kill_with_supervisor"
+	lineageVarReapLeaseNs        = "reap_lease_ns"
 	lineageVarSpawnKeeps         = "spawn_keeps"
 	lineageVarSpawnRootFlags     = "spawn_root_flags"
 	lineageVarSpawnTid           = "spawn_tid"
@@ -257,6 +258,7 @@ type lineageVariableSpecs struct {
 	KillUidReal        *ebpf.VariableSpec `ebpf:"kill_uid_real"`
 	KillUntracked      *ebpf.VariableSpec `ebpf:"kill_untracked"`
 	KillWithSupervisor *ebpf.VariableSpec `ebpf:"kill_with_supervisor"`
+	ReapLeaseNs        *ebpf.VariableSpec `ebpf:"reap_lease_ns"`
 	SpawnKeeps         *ebpf.VariableSpec `ebpf:"spawn_keeps"`
 	SpawnRootFlags     *ebpf.VariableSpec `ebpf:"spawn_root_flags"`
 	SpawnTid           *ebpf.VariableSpec `ebpf:"spawn_tid"`
@@ -321,6 +323,7 @@ type lineageVariables struct {
 	KillUidReal        *ebpf.Variable `ebpf:"kill_uid_real"`
 	KillUntracked      *ebpf.Variable `ebpf:"kill_untracked"`
 	KillWithSupervisor *ebpf.Variable `ebpf:"kill_with_supervisor"`
+	ReapLeaseNs        *ebpf.Variable `ebpf:"reap_lease_ns"`
 	SpawnKeeps         *ebpf.Variable `ebpf:"spawn_keeps"`
 	SpawnRootFlags     *ebpf.Variable `ebpf:"spawn_root_flags"`
 	SpawnTid           *ebpf.Variable `ebpf:"spawn_tid"`

@@ -36,6 +36,7 @@ const (
 	lineageCompatVarKillUidReal        = "kill_uid_real"
 	lineageCompatVarKillUntracked      = "kill_untracked"
 	lineageCompatVarKillWithSupervisor = "kill_with_supervisor"
+	lineageCompatVarReapLeaseNs        = "reap_lease_ns"
 	lineageCompatVarSpawnKeeps         = "spawn_keeps"
 	lineageCompatVarSpawnRootFlags     = "spawn_root_flags"
 	lineageCompatVarSpawnTid           = "spawn_tid"
@@ -117,6 +118,7 @@ type lineageCompatVariableSpecs struct {
 	KillUidReal        *ebpf.VariableSpec `ebpf:"kill_uid_real"`
 	KillUntracked      *ebpf.VariableSpec `ebpf:"kill_untracked"`
 	KillWithSupervisor *ebpf.VariableSpec `ebpf:"kill_with_supervisor"`
+	ReapLeaseNs        *ebpf.VariableSpec `ebpf:"reap_lease_ns"`
 	SpawnKeeps         *ebpf.VariableSpec `ebpf:"spawn_keeps"`
 	SpawnRootFlags     *ebpf.VariableSpec `ebpf:"spawn_root_flags"`
 	SpawnTid           *ebpf.VariableSpec `ebpf:"spawn_tid"`
@@ -181,6 +183,7 @@ type lineageCompatVariables struct {
 	KillUidReal        *ebpf.Variable `ebpf:"kill_uid_real"`
 	KillUntracked      *ebpf.Variable `ebpf:"kill_untracked"`
 	KillWithSupervisor *ebpf.Variable `ebpf:"kill_with_supervisor"`
+	ReapLeaseNs        *ebpf.Variable `ebpf:"reap_lease_ns"`
 	SpawnKeeps         *ebpf.Variable `ebpf:"spawn_keeps"`
 	SpawnRootFlags     *ebpf.Variable `ebpf:"spawn_root_flags"`
 	SpawnTid           *ebpf.Variable `ebpf:"spawn_tid"`

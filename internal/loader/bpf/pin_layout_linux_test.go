@@ -14,9 +14,11 @@ import (
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
-// A set pinned by layout 2, which had no keep_exes map, moves into layout 3
-// as it is: its roots and members, their spare marks with them, and the
-// new set keeps exe rules for the moved roots.
+// A set pinned by layout 2, which had no keep_exes map, moves into this
+// binary's layout (3 added keep_exes, 4 the reaper's lease, 5 the drops
+// map and sized exec records) as it is: its
+// roots and members, their spare marks with them, and the new set keeps
+// exe rules for the moved roots.
 func TestPinnedLayout2IsMigrated(t *testing.T) {
 	root := testutil.PinRoot(t)
 	mark := testutil.Marker(t)
@@ -63,17 +65,23 @@ func TestPinnedLayout2IsMigrated(t *testing.T) {
 	}
 }
 
-// A set pinned by layout 3, which had no drops map, moves into the
+// A set pinned by layout 3 or 4, which had no drops map, moves into the
 // current layout, and the events its ring buffer holds (written while no
 // tracker read them) are delivered before the new set's own.
-func TestPinnedLayout3IsMigratedWithItsBacklog(t *testing.T) {
+func TestPinnedLayout3And4AreMigratedWithTheirBacklog(t *testing.T) {
+	for _, layout := range []uint32{3, 4} {
+		t.Run(fmt.Sprintf("layout%d", layout), func(t *testing.T) { testPinnedLayoutIsMigratedWithItsBacklog(t, layout) })
+	}
+}
+
+func testPinnedLayoutIsMigratedWithItsBacklog(t *testing.T, layout uint32) {
 	root := testutil.PinRoot(t)
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
 	testutil.KillAtCleanup(t, mark)
 
-	old := openPinned(t, Options{PinRoot: root, layout: 3})
-	if err := os.Remove(filepath.Join(layoutDir(root, 3), lineageMapDrops)); err != nil {
+	old := openPinned(t, Options{PinRoot: root, layout: layout})
+	if err := os.Remove(filepath.Join(layoutDir(root, layout), lineageMapDrops)); err != nil {
 		t.Fatal(err)
 	}
 	// No reader runs: the job's events wait in the old set's ring.
@@ -90,11 +98,11 @@ func TestPinnedLayout3IsMigratedWithItsBacklog(t *testing.T) {
 	}
 
 	b := openPinned(t, Options{PinRoot: root})
-	if p, _ := b.Pinned(); p.MigratedFrom != layoutDir(root, 3) || p.Dir != layoutDir(root, LayoutVersion) {
-		t.Fatalf("pinned %+v, want layout 3's set moved into layout %d", p, LayoutVersion)
+	if p, _ := b.Pinned(); p.MigratedFrom != layoutDir(root, layout) || p.Dir != layoutDir(root, LayoutVersion) {
+		t.Fatalf("pinned %+v, want layout %d's set moved into layout %d", p, layout, LayoutVersion)
 	}
-	if _, err := os.Stat(layoutDir(root, 3)); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("layout 3's set is still pinned: %v", err)
+	if _, err := os.Stat(layoutDir(root, layout)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("layout %d's set is still pinned: %v", layout, err)
 	}
 	rec := record(t, b)
 	var kinds []lineage.EventKind

@@ -31,11 +31,14 @@ import (
 // keep_exes map (the programs exe keep rules keep, per root) and the
 // kernel's own spare marks (ROOT_F_KEPT, MEMBER_F_SPARED_EXE,
 // MEMBER_F_CAUGHT); its members and roots are layout 2's, so a set of
-// layout 1 or 2 migrates as it is. Layout 4 writes exec records sized to
-// what they carry, and logs what the ring buffer drops per CPU (the drops
-// map); its members and roots are layout 3's, and the records a set of
-// layout 3 or before left in its ring are read too (keepBacklog, decode).
-const LayoutVersion = 4
+// layout 1 or 2 migrates as it is. Layout 4 added the reaper's lease
+// (reap_lease_ns) to .bss; its members and roots are layout 3's. Layout 5
+// writes exec records sized to what they carry, and logs what the ring
+// buffer drops per CPU (the drops map); its members and roots are layout
+// 3's too, so a set of layout 1 to 4 migrates, and the records a set of
+// layout 4 or before left in its ring (exec records in fixed slots) are
+// read too (keepBacklog, decode).
+const LayoutVersion = 5
 
 // DefaultPinRoot is where `lineage serve` pins its tracker.
 const DefaultPinRoot = "/sys/fs/bpf/lineage"

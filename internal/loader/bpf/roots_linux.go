@@ -280,8 +280,12 @@ func (b *Tracker) deleteMember(id lineage.Identity) {
 	}
 }
 
-// Contain implements Backend.
+// Contain implements Backend. Containment lasts while this tracker's
+// holder lives, and [ReapLease] more (lease_linux.go).
 func (b *Tracker) Contain(root lineage.Identity) (lineage.Containment, error) {
+	if err := b.renewLease(); err != nil {
+		return "", err
+	}
 	if err := b.setRootFlag(root, lineageRootFlagROOT_F_REAPING, true); err != nil {
 		return "", err
 	}

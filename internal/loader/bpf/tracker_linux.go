@@ -148,6 +148,11 @@ type Tracker struct {
 	adopted atomic.Uint64
 	// gaps places the events the kernel dropped (gaps_linux.go).
 	gaps gapLog
+	// stopLease ends the renewal of the reaper's lease (lease_linux.go);
+	// a handoff writes the lease through leaseMem, at leaseOff.
+	stopLease chan struct{}
+	leaseMem  *ebpf.Memory
+	leaseOff  int64
 }
 
 var _ loader.Backend = (*Tracker)(nil)
@@ -209,6 +214,10 @@ func Open(opts *Options) (*Tracker, error) {
 		err = b.openPinned(spec, kernel, features)
 	} else {
 		err = b.load(spec, kernel)
+	}
+	if err == nil {
+		b.stopLease = make(chan struct{})
+		err = b.keepLease(b.stopLease)
 	}
 	if err != nil {
 		b.Close()
@@ -292,7 +301,12 @@ func (b *Tracker) load(spec *ebpf.CollectionSpec, kernel *btf.Spec) error {
 func (b *Tracker) Name() string { return "bpf" }
 
 // Loaded says which program variant the kernel accepted and what it does.
-func (b *Tracker) Loaded() loader.Loaded { return b.loaded }
+func (b *Tracker) Loaded() loader.Loaded {
+	l := b.loaded
+	l.Batch.Check, l.Batch.CheckOff = b.Inspects()
+	l.Batch.Signal, l.Batch.SignalOff = b.Signals()
+	return l
+}
 
 // Variant is the program variant loaded.
 func (b *Tracker) Variant() loader.Variant { return b.loaded.Variant }
@@ -310,6 +324,9 @@ func (b *Tracker) HardCancel() loader.HardCancelMode { return b.loaded.HardCance
 func (b *Tracker) Close() error {
 	var errs []error
 	b.closeMu.Do(func() {
+		if b.stopLease != nil {
+			close(b.stopLease)
+		}
 		if b.reader != nil {
 			errs = append(errs, b.reader.Close())
 		}
