@@ -10,8 +10,9 @@
  * For every other process on the machine, each hook costs one hash lookup.
  *
  * The members map is the source of truth. Events are a record for people and
- * may be lost when the ring buffer is full; that loss is counted, and
- * membership stays exact regardless.
+ * may be lost when the ring buffer is full; that loss is counted and logged,
+ * per CPU, with when and whose (dropped), and membership stays exact
+ * regardless.
  *
  * The file builds twice (internal/loader/gen.go), and the loader probes the
  * kernel for the build it accepts. Membership, events and counters are the
@@ -166,6 +167,22 @@ struct {
 	__type(value, __u64);
 } stats SEC(".maps");
 
+/* Where the exec hook builds its event, to write only what it fills. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct exec_event);
+} exec_scratch SEC(".maps");
+
+/* The events each CPU dropped, and whose (struct drop_log). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct drop_log);
+} drops SEC(".maps");
+
 static __always_inline void count(enum stat stat)
 {
 	__u64 *v = bpf_map_lookup_elem(&stats, &stat);
@@ -218,22 +235,43 @@ static __always_inline __u64 start_ticks(struct task_struct *task)
 }
 
 /*
- * A new event about member m (pid), its header filled in; the caller adds
- * what its kind carries and submits it. Only exec events carry filename and
- * argv: fork and exit events end before them, so that a fork storm doesn't
- * fill the ring with 1 KiB of unused argv per fork. The header is cleared in
- * one go; of the strings only the first byte is: clearing them whole would
- * cost more than the rest of the hook.
+ * An event the ring buffer had no room for: counted, and logged on this
+ * CPU with its time and whose it was (struct drop_log). The compat build's
+ * kernels run every tracepoint with preemption disabled, so no other hook
+ * runs on this CPU meanwhile; elsewhere one may, and the slot is taken
+ * atomically.
  */
-static __always_inline struct event *reserve(enum event_kind kind, __u32 pid, const struct member *m)
+static __always_inline void dropped(enum event_kind kind, __u32 pid, const struct member *m)
 {
-	__u64 size = kind == EVENT_EXEC ? sizeof(struct event) : offsetof(struct event, filename);
-	struct event *e = bpf_ringbuf_reserve(&events, size, 0);
+	__u32 zero = 0;
+	struct drop_log *d = bpf_map_lookup_elem(&drops, &zero);
+	__u64 now = bpf_ktime_get_boot_ns();
+	struct lost *l;
+	__u64 n;
 
-	if (!e) {
-		count(STAT_EVENTS_LOST);
-		return 0;
-	}
+	count(STAT_EVENTS_LOST);
+	if (!d)
+		return;
+#ifdef LINEAGE_COMPAT
+	n = d->count++;
+#else
+	n = __sync_fetch_and_add(&d->count, 1);
+#endif
+	d->last_ns = now;
+	l = &d->log[n & (LINEAGE_LOST_LOG - 1)];
+	l->time_ns = now;
+	l->pid = pid;
+	l->start = m->start;
+	l->root_pid = m->root_pid;
+	l->root_start = m->root_start;
+	l->kind = kind;
+	asm volatile("" ::: "memory");
+	l->seq = n + 1;
+}
+
+/* Fill in the header of an event about member m (pid), cleared first. */
+static __always_inline void fill(struct event *e, enum event_kind kind, __u32 pid, const struct member *m)
+{
 	__builtin_memset(e, 0, offsetof(struct event, comm));
 	e->time_ns = bpf_ktime_get_boot_ns();
 	e->kind = kind;
@@ -243,21 +281,37 @@ static __always_inline struct event *reserve(enum event_kind kind, __u32 pid, co
 	e->parent_start = m->parent_start;
 	e->root_pid = m->root_pid;
 	e->root_start = m->root_start;
-	if (kind == EVENT_EXEC) {
-		e->filename[0] = 0;
-		e->args[0] = 0;
+}
+
+/*
+ * A new fork or exit event about member m (pid), its header filled in; the
+ * caller adds what its kind carries and submits it. Exec events carry a
+ * path and argv, and are written apart (handle_exec).
+ */
+static __always_inline struct event *reserve(enum event_kind kind, __u32 pid, const struct member *m)
+{
+	struct event *e = bpf_ringbuf_reserve(&events, sizeof(struct event), 0);
+
+	if (!e) {
+		dropped(kind, pid, m);
+		return 0;
 	}
+	fill(e, kind, pid, m);
 	return e;
 }
 
 /* Wake the reader only past a fill level: a wakeup per event would cost the
  * tracked workload a large share of its fork rate. The reader polls too. */
+static __always_inline __u64 wakeup(void)
+{
+	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		return BPF_RB_FORCE_WAKEUP;
+	return BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline void submit(struct event *e)
 {
-	__u64 flags = BPF_RB_NO_WAKEUP;
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
-		flags = BPF_RB_FORCE_WAKEUP;
-	bpf_ringbuf_submit(e, flags);
+	bpf_ringbuf_submit(e, wakeup());
 }
 
 static __always_inline void emit_fork(struct task_struct *child, __u32 pid, const struct member *m,
@@ -709,13 +763,55 @@ static __always_inline enum event_flag spare_at_exec(struct member *m, struct li
 	return 0;
 }
 
+/*
+ * The exec event of member m (tgid), built in this CPU's scratch buffer
+ * and written to the ring buffer only as long as it is: a path and argv
+ * of a few hundred bytes take that, not the whole slot.
+ */
+static __always_inline void emit_exec(struct task_struct *p, __u32 tgid, const struct member *m,
+				      struct linux_binprm *bprm, enum event_flag flags)
+{
+	__u32 zero = 0;
+	struct exec_event *x = bpf_map_lookup_elem(&exec_scratch, &zero);
+	__u64 arg_start, size;
+	long name;
+
+	if (!x)
+		return;
+	fill(&x->e, EVENT_EXEC, tgid, m);
+	x->e.flags = flags;
+	bpf_get_current_comm(x->e.comm, sizeof(x->e.comm));
+	name = bpf_probe_read_kernel_str(x->strings, LINEAGE_FILENAME_LEN, bprm->filename);
+	if (name < 1) {
+		x->strings[0] = 0;
+		name = 1;
+	}
+	if (name > LINEAGE_FILENAME_LEN)
+		name = LINEAGE_FILENAME_LEN;
+	x->e.filename_size = name;
+
+	arg_start = p->mm->arg_start;
+	size = p->mm->arg_end - arg_start;
+	if (size > LINEAGE_ARGS_LEN) {
+		size = LINEAGE_ARGS_LEN;
+		x->e.flags |= EVENT_F_ARGS_TRUNCATED;
+	}
+	if (bpf_probe_read_user(x->strings + name, size, (void *)arg_start))
+		size = 0;
+	x->e.args_size = size;
+	/* After the exec: a set-uid program shows the euid it runs with. */
+	x->e.uid = p->cred->uid.val;
+	x->e.euid = p->cred->euid.val;
+	x->e.flags |= EVENT_F_CREDS;
+	if (bpf_ringbuf_output(&events, x, sizeof(struct event) + name + size, wakeup()))
+		dropped(EVENT_EXEC, tgid, m);
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(handle_exec, struct task_struct *p, int old_pid, struct linux_binprm *bprm)
 {
 	__u32 tgid = p->tgid;
 	struct member *m;
-	struct event *e;
-	__u64 arg_start, arg_end, size;
 	enum event_flag spared;
 
 	m = bpf_map_lookup_elem(&members, &tgid);
@@ -728,28 +824,7 @@ int BPF_PROG(handle_exec, struct task_struct *p, int old_pid, struct linux_binpr
 		return 0;
 	count(STAT_EXECS);
 	spared = spare_at_exec(m, bprm);
-
-	e = reserve(EVENT_EXEC, tgid, m);
-	if (!e)
-		return 0;
-	e->flags |= spared;
-	bpf_get_current_comm(e->comm, sizeof(e->comm));
-	bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), bprm->filename);
-
-	arg_start = p->mm->arg_start;
-	arg_end = p->mm->arg_end;
-	size = arg_end - arg_start;
-	if (size > LINEAGE_ARGS_LEN) {
-		size = LINEAGE_ARGS_LEN;
-		e->flags |= EVENT_F_ARGS_TRUNCATED;
-	}
-	if (bpf_probe_read_user(e->args, size, (void *)arg_start) == 0)
-		e->args_size = size;
-	/* After the exec: a set-uid program shows the euid it runs with. */
-	e->uid = p->cred->uid.val;
-	e->euid = p->cred->euid.val;
-	e->flags |= EVENT_F_CREDS;
-	submit(e);
+	emit_exec(p, tgid, m, bprm, spared);
 	return 0;
 }
 

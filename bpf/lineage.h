@@ -81,6 +81,13 @@ enum member_flag {
 /*
  * Start times are clock ticks since boot, exactly field 22 of /proc/PID/stat.
  * exit_status is the wait(2) status word: (code << 8) | signal.
+ *
+ * A fork or exit record in the ring buffer is one struct event. An exec
+ * record is struct exec_event cut to what it carries: the event, then
+ * filename_size bytes of the executed path (its NUL included) and
+ * args_size bytes of argv, back to back. Layouts up to 3 wrote every exec
+ * as the event with a fixed 128-byte filename and 1,024-byte argv slot
+ * after it, and filename_size 0 (it was padding).
  */
 struct event {
 	__u64 time_ns; /* CLOCK_BOOTTIME when it happened */
@@ -96,10 +103,41 @@ struct event {
 	__u32 args_size;
 	__u32 uid;  /* exec events, with EVENT_F_CREDS: real uid */
 	__u32 euid; /* and effective uid, as the kernel sees them */
-	__u32 _pad;
+	__u32 filename_size; /* exec events: the path's bytes, NUL included */
 	char comm[LINEAGE_COMM_LEN];
-	char filename[LINEAGE_FILENAME_LEN];
-	char args[LINEAGE_ARGS_LEN]; /* argv, NUL-separated */
+};
+
+/* An exec event as the exec hook builds it, in a per-CPU scratch buffer,
+ * before it writes the part in use to the ring buffer. */
+struct exec_event {
+	struct event e;
+	char strings[LINEAGE_FILENAME_LEN + LINEAGE_ARGS_LEN];
+};
+
+/*
+ * Events the ring buffer had no room for, per CPU (the drops map, struct drop_log): how
+ * many, when the latest was, and the latest LINEAGE_LOST_LOG of them, so
+ * that user space can say when a gap was and whose events fell in it.
+ * Drop n (from 0) is at log[n % LINEAGE_LOST_LOG]; its seq, written last,
+ * is n + 1 (mod 2^32): an entry whose seq is not is being written, or was
+ * overwritten by a later drop.
+ */
+#define LINEAGE_LOST_LOG 512
+
+struct lost {
+	__u64 time_ns; /* CLOCK_BOOTTIME of the event that was dropped */
+	__u64 start;
+	__u64 root_start;
+	__u32 pid;
+	__u32 root_pid;
+	enum event_kind kind;
+	__u32 seq;
+};
+
+struct drop_log {
+	__u64 count;   /* events this CPU dropped */
+	__u64 last_ns; /* CLOCK_BOOTTIME of the latest */
+	struct lost log[LINEAGE_LOST_LOG];
 };
 
 /* The value of the members map, keyed by the member's thread-group id. */

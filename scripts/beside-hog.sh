@@ -3,7 +3,9 @@
 # per CPU, at nice 0, as a user's CI machine runs beside everything else.
 # The loops are this script's children, ended by the pids it holds when the
 # command is done; each also ends on its own once this script is gone.
-# LINEAGE_TEST_WAIT_SCALE (default 3) scales the tests' waits for conditions.
+# LINEAGE_TEST_WAIT_SCALE (default 3) scales the tests' waits for conditions;
+# LINEAGE_TEST_BESIDE_HOG=1 tells the tests a hog runs (test/e2e: a record
+# may then lose events, each placed).
 set -eu
 [ $# -gt 0 ] || set -- make test
 hogs=""
@@ -23,4 +25,4 @@ while [ "$i" -lt "$n" ]; do
 	i=$((i + 1))
 done
 echo "beside-hog: $n busy loops (pids$hogs) beside: $*" >&2
-LINEAGE_TEST_WAIT_SCALE=${LINEAGE_TEST_WAIT_SCALE:-3} "$@"
+LINEAGE_TEST_BESIDE_HOG=1 LINEAGE_TEST_WAIT_SCALE=${LINEAGE_TEST_WAIT_SCALE:-3} "$@"

@@ -10,7 +10,8 @@
 //     and standalone, each against no lineage at all measured just before
 //     (daemonforks_linux.go);
 //   - with -record, only the spawner's rates under `lineage run` with and
-//     without --record;
+//     without --record, and the events a second the record sustains
+//     before its first loss, by ring size (sustain_linux.go);
 //   - the reap at every width (10 to 5,000 leftovers): cgroup.kill, a
 //     minimal pidfd killer, `lineage run` standalone and through the
 //     daemon, and a session close, job exit → reaper exit;
@@ -57,11 +58,12 @@ func main() {
 	recordOnly := flag.Bool("record", false, "measure only what `lineage run --record` costs the spawner")
 	reapRounds := flag.Int("reap-rounds", 3, "interleaved rounds per reap figure")
 	reapSizes := flag.String("reap-sizes", "10,100,300,1000,5000", "the numbers of leftovers the reap is measured at")
-	only := flag.String("only", "", `"reap": measure the reap latency alone; "daemon": lineage run through a daemon against standalone; "serve": the sidecar's figures alone; "clients": the Python client's and the pytest plugin's; "shared": a daemon many users share (sessions open, streams held)`)
+	only := flag.String("only", "", `"reap": measure the reap latency alone; "rates": the spawner's rates untracked and tracked, by variant, alone; "daemon": lineage run through a daemon against standalone; "serve": the sidecar's figures alone; "clients": the Python client's and the pytest plugin's; "shared": a daemon many users share (sessions open, streams held)`)
 	cf := clientFlags()
 	sh := sharedFlags()
 	sb := serveFlags()
 	fr := forkFlags()
+	sf := sustainFlagSet()
 	flag.Parse()
 	if sh.holdSock != "" {
 		holdStreams(sh.holdSock, sh.holdSession)
@@ -73,6 +75,7 @@ func main() {
 		"clients": func() { benchClients(*lineageBin, *cf) },
 		"daemon":  func() { benchDaemon(*lineageBin, *runs, *fr) },
 		"reap":    func() { benchReap(*lineageBin, sizes, *reapRounds) },
+		"rates":   func() { benchRates(*variantList, *rounds, *forks, *execs) },
 		"shared":  func() { benchShared(*lineageBin, sb.rounds, sh.runs, sh.samples) },
 	}
 	if bench, ok := alone[*only]; ok {
@@ -93,11 +96,7 @@ func main() {
 
 	fmt.Printf("## lineage benchmarks\n\n%s\n\n%s\n\n", machine(), binaries(*lineageBin))
 	if *recordOnly {
-		rates, err := measureRecordRates(*lineageBin, spawner, *rounds, *forks, *execs)
-		if err != nil {
-			fail(err)
-		}
-		printRecordRates(rates)
+		benchRecord(*lineageBin, spawner, *rounds, *forks, *execs, sf)
 		return
 	}
 	variants, err := usableVariants(*variantList)
@@ -125,6 +124,47 @@ func main() {
 	printWalls(walls)
 	benchReap(*lineageBin, sizes, *reapRounds)
 	benchServe(*lineageBin, *sb)
+}
+
+// benchRecord measures and prints what `lineage run --record` costs the
+// spawner, and the events a second the record sustains by ring size.
+func benchRecord(lineageBin, spawner string, rounds, forks, execs int, sf *sustainFlags) {
+	rates, err := measureRecordRates(lineageBin, spawner, rounds, forks, execs)
+	if err != nil {
+		fail(err)
+	}
+	printRecordRates(rates)
+	if *sf.rounds > 0 {
+		load := loadAverage()
+		res, rings, err := measureSustained(lineageBin, spawner, sf)
+		if err != nil {
+			fail(err)
+		}
+		printSustained(res, rings, sf, load)
+	}
+}
+
+// benchRates measures and prints the spawner's rates alone: no tracker,
+// and each variant loaded and tracking.
+func benchRates(variantList string, rounds, forks, execs int) {
+	dir, err := tempDir("", "lineage-bench")
+	if err != nil {
+		fail(err)
+	}
+	defer os.RemoveAll(dir)
+	spawner, err := buildSpawner(dir)
+	if err != nil {
+		fail(err)
+	}
+	variants, err := usableVariants(variantList)
+	if err != nil {
+		fail(err)
+	}
+	rates, err := measureRates(spawner, variants, rounds, forks, execs)
+	if err != nil {
+		fail(err)
+	}
+	printRates(rates, variants)
 }
 
 // mustSizes reads -reap-sizes, or fails.

@@ -184,15 +184,16 @@ func printRates(rates map[rateKey][]float64, variants []loader.Variant) {
 		fmt.Printf("The spawner and its children ran on CPU %d, the benchmark and its event reader elsewhere.\n", spawnerCPU)
 	}
 	fmt.Println()
-	fmt.Println("| workload | program | no tracker | loaded, not tracking | tracking | untracked / none | tracked / none |")
-	fmt.Println("|---|---|---|---|---|---|---|")
+	fmt.Println("| workload | program | no tracker | loaded, not tracking | tracking | untracked / none | tracked / none | tracked / none, rounds' quartiles |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
 	for _, w := range workloads {
 		none := rates[rateKey{w.mode, condition{cond: condNone}}]
 		for _, v := range variants {
 			loaded := rates[rateKey{w.mode, condition{condLoaded, v}}]
 			tracked := rates[rateKey{w.mode, condition{condTracked, v}}]
-			fmt.Printf("| %s | %s | %.0f/s | %.0f/s | %.0f/s | %.3f | %.3f |\n", w.name, variantName(v),
-				median(none), median(loaded), median(tracked), medianRatio(loaded, none), medianRatio(tracked, none))
+			lo, hi := ratioQuartiles(tracked, none)
+			fmt.Printf("| %s | %s | %.0f/s | %.0f/s | %.0f/s | %.3f | %.3f | %.3f–%.3f |\n", w.name, variantName(v),
+				median(none), median(loaded), median(tracked), medianRatio(loaded, none), medianRatio(tracked, none), lo, hi)
 		}
 	}
 	fmt.Println()

@@ -23,6 +23,7 @@ func runStandalone(ctx context.Context, j cli.StandaloneJob) (*job.Report, job.E
 		Tracker: tracker.TrackerOptions{
 			Backend:    j.Backend,
 			MaxMembers: j.MaxMembers,
+			RingBytes:  j.RingBytes,
 			OnFull:     j.OnFull,
 			Interval:   j.Interval,
 			Log:        j.Log,

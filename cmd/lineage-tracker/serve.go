@@ -40,7 +40,7 @@ type serveOptions struct {
 	// MetricsListen is a TCP address for /metrics, besides the socket.
 	MetricsListen string
 	MaxMembers    uint32
-	RingBytes     uint32
+	RingBytes     cli.RingBytes
 	RecordDir     string
 	RecordKeep    int
 	Redact        string
@@ -131,7 +131,8 @@ func newCmdServe(s cli.Streams) *cobra.Command {
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "say more")
 	f.StringVar(&o.MetricsListen, "metrics-listen", "", "also serve /metrics over TCP on this address (host:port); it needs no authorisation")
 	f.Uint32Var(&o.MaxMembers, "max-members", loader.DefaultMaxMembers, "bpf backend: how many processes can be tracked at once, across all sessions (a pinned tracker keeps its size)")
-	f.Uint32Var(&o.RingBytes, "ring-bytes", loader.DefaultRingBytes, "bpf backend: size of the event ring buffer, a power of two of at least a page; events that don't fit are counted as lost (a pinned tracker keeps its size)")
+	cli.AddRingBytes(f, &o.RingBytes, fmt.Sprintf("default %s, %s with --record-dir (a pinned tracker keeps its size)",
+		loader.FormatBytes(loader.DefaultRingBytes), loader.FormatBytes(loader.RecordRingBytes)))
 	f.StringVar(&o.PinDir, "pin-dir", bpf.DefaultPinRoot, "where the bpf tracker is pinned, on bpffs; "+pinNone+" to not pin")
 	f.BoolVar(&o.Uninstall, "uninstall", false, "unpin the tracker under --pin-dir, and exit")
 	f.StringVar(&o.RecordDir, "record-dir", "", "write one record per session here (JSON Lines, docs/record.md; files 0600, the daemon's user's)")
@@ -184,7 +185,7 @@ func (o *serveOptions) options() (server.Options, server.ListenOptions, error) {
 	opts := server.Options{
 		Record: rec,
 		Tracker: tracker.TrackerOptions{
-			Backend: backend, MaxMembers: o.MaxMembers, RingBytes: o.RingBytes, PinRoot: pin, Log: o.s.Err, Verbose: o.Verbose,
+			Backend: backend, MaxMembers: o.MaxMembers, RingBytes: o.ringBytes(), PinRoot: pin, Log: o.s.Err, Verbose: o.Verbose,
 			SayBackend: true,
 		},
 		Quotas:   o.Quotas,
@@ -195,6 +196,15 @@ func (o *serveOptions) options() (server.Options, server.ListenOptions, error) {
 		Log:      o.s.Err,
 	}
 	return opts, server.ListenOptions{Mode: os.FileMode(mode), Group: o.SocketGroup}, nil
+}
+
+// ringBytes is the event ring buffer's size: --ring-bytes, else the
+// default for a daemon that writes records or for one that doesn't.
+func (o *serveOptions) ringBytes() uint32 {
+	if o.RecordDir != "" {
+		return o.RingBytes.Or(loader.RecordRingBytes)
+	}
+	return o.RingBytes.Or(loader.DefaultRingBytes)
 }
 
 // recordOptions checks the record flags.

@@ -14,7 +14,7 @@ import (
 
 // Bad record flags are refused before anything starts.
 func TestServeRecordFlags(t *testing.T) {
-	base := serveOptions{Backend: "auto", SocketMode: "0660", RecordKeep: server.DefaultRecordKeep, MaxMembers: loader.DefaultMaxMembers, RingBytes: loader.DefaultRingBytes, PinDir: pinNone}
+	base := serveOptions{Backend: "auto", SocketMode: "0660", RecordKeep: server.DefaultRecordKeep, MaxMembers: loader.DefaultMaxMembers, PinDir: pinNone}
 	for name, tc := range map[string]struct {
 		change func(*serveOptions)
 		ok     bool
@@ -45,7 +45,7 @@ func TestServeRecordFlags(t *testing.T) {
 // --socket-mode and --socket-group reach the listener; bad modes are
 // refused as invalid before anything starts.
 func TestServeSocketFlags(t *testing.T) {
-	o := serveOptions{Backend: "auto", SocketMode: "0640", SocketGroup: "lineage", RecordKeep: server.DefaultRecordKeep, MaxMembers: loader.DefaultMaxMembers, RingBytes: loader.DefaultRingBytes, PinDir: pinNone}
+	o := serveOptions{Backend: "auto", SocketMode: "0640", SocketGroup: "lineage", RecordKeep: server.DefaultRecordKeep, MaxMembers: loader.DefaultMaxMembers, PinDir: pinNone}
 	if _, ln, err := o.options(); err != nil || ln.Mode != 0o640 || ln.Group != "lineage" {
 		t.Errorf("listen options %+v, %v; want 0640 and group lineage", ln, err)
 	}
@@ -58,7 +58,7 @@ func TestServeSocketFlags(t *testing.T) {
 }
 
 func TestServeMetricsBadFlags(t *testing.T) {
-	for _, args := range [][]string{{"--metrics-listen", "nowhere:-1"}, {"--max-members", "1"}} {
+	for _, args := range [][]string{{"--metrics-listen", "nowhere:-1"}, {"--max-members", "1"}, {"--ring-bytes", "3M"}, {"--ring-bytes", "1k"}, {"--ring-bytes", "lots"}} {
 		var out strings.Builder
 		root := newRootCmd(cli.Streams{In: strings.NewReader(""), Out: &out, Err: &out})
 		sock := t.TempDir() + "/s.sock"
@@ -68,6 +68,34 @@ func TestServeMetricsBadFlags(t *testing.T) {
 		}
 		if _, err := net.Dial("unix", sock); err == nil {
 			t.Errorf("serve %v: listens on the socket after failing", args)
+		}
+	}
+}
+
+// --ring-bytes: a daemon that writes records gets the record's size
+// unless told; a size given wins.
+func TestServeRingBytes(t *testing.T) {
+	base := serveOptions{Backend: "auto", SocketMode: "0660", RecordKeep: server.DefaultRecordKeep, MaxMembers: loader.DefaultMaxMembers, PinDir: pinNone}
+	given := base
+	if err := given.RingBytes.Set("64K"); err != nil {
+		t.Fatal(err)
+	}
+	withDir := given
+	withDir.RecordDir = "/tmp/r"
+	records := base
+	records.RecordDir = "/tmp/r"
+	for name, c := range map[string]struct {
+		o    serveOptions
+		want uint32
+	}{
+		"no records": {base, loader.DefaultRingBytes},
+		"records":    {records, loader.RecordRingBytes},
+		"given":      {given, 64 << 10},
+		"given, dir": {withDir, 64 << 10},
+	} {
+		opts, _, err := c.o.options()
+		if err != nil || opts.Tracker.RingBytes != c.want {
+			t.Errorf("%s: ring %d, %v; want %d", name, opts.Tracker.RingBytes, err, c.want)
 		}
 	}
 }

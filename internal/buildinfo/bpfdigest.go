@@ -4,4 +4,4 @@ package buildinfo
 
 // CommittedBPF is the digest of the BPF objects committed in
 // internal/loader/bpf, for a binary that embeds none.
-const CommittedBPF = "86c7c939d234"
+const CommittedBPF = "d0f81e926178"

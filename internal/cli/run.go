@@ -34,6 +34,7 @@ type runOptions struct {
 	KeepOnAbort bool
 	HardCancel  string
 	MaxMembers  uint32
+	RingBytes   RingBytes
 	OnFull      string
 	Interval    string
 	Verbose     bool
@@ -88,8 +89,9 @@ When 'lineage serve' answers on $LINEAGE_SOCKET (default
 /run/lineage/lineage.sock), the job runs under the daemon's tracker instead
 of one of lineage's own; it behaves the same, and the daemon reaps it if
 lineage is killed. A root lineage uses only a daemon that runs as root.
---standalone, --backend proc, --max-members, --on-full, --interval, --record
-and --user load lineage's own tracker; -v says which is used and why.
+--standalone, --backend proc, --max-members, --ring-bytes, --on-full,
+--interval, --record and --user load lineage's own tracker; -v says which is
+used and why.
 
 Exit status: COMMAND's own; 128+N when signal N killed it (or killed
 lineage, for signals not passed on); 123 with --strict when COMMAND exited 0
@@ -107,10 +109,11 @@ type Standalone func(ctx context.Context, j StandaloneJob) (*job.Report, job.End
 // tracker of lineage's own.
 type StandaloneJob struct {
 	Job job.Config
-	// Backend is "auto", "bpf" or "proc"; MaxMembers, OnFull and Interval
-	// tune it (Interval 0: adaptive).
+	// Backend is "auto", "bpf" or "proc"; MaxMembers, RingBytes, OnFull
+	// and Interval tune it (Interval 0: adaptive).
 	Backend    string
 	MaxMembers uint32
+	RingBytes  uint32
 	OnFull     loader.OnFull
 	Interval   time.Duration
 	// HardCancelGuardian answers a hard cancel with a guardian always,
@@ -169,6 +172,7 @@ func NewCmdRun(s Streams, standalone Standalone, runF func(*runOptions) error) *
 	f.StringVar(&opts.HardCancel, "hard-cancel", hardCancelAuto, "who reaps the lineage if lineage is killed: auto (the kernel where it can, else a guardian) or guardian")
 	_ = f.MarkHidden("hard-cancel")
 	f.Uint32Var(&opts.MaxMembers, "max-members", loader.DefaultMaxMembers, "bpf backend: how many processes can be tracked at once (capped at pid_max)")
+	AddRingBytes(f, &opts.RingBytes, fmt.Sprintf("default %s, %s with --record", loader.FormatBytes(loader.DefaultRingBytes), loader.FormatBytes(loader.RecordRingBytes)))
 	f.StringVar(&opts.OnFull, "on-full", string(loader.OnFullKill), "bpf backend: a process the full membership map can't track is killed (kill) or let go (escape); either way, counted and reported")
 	f.StringVar(&opts.Interval, "interval", "", "proc backend: time between two /proc scans (default: adapts to the machine)")
 	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "say which backend is used and why, and report every member")
@@ -297,11 +301,20 @@ func (o *runOptions) standaloneJob() StandaloneJob {
 	onFull, _ := loader.ParseOnFull(o.OnFull) // checked by parse
 	return StandaloneJob{
 		Job:     o.jobConfig(),
-		Backend: o.backend, MaxMembers: o.MaxMembers, OnFull: onFull, Interval: o.interval,
+		Backend: o.backend, MaxMembers: o.MaxMembers, RingBytes: o.ringBytes(), OnFull: onFull, Interval: o.interval,
 		HardCancelGuardian: o.HardCancel == hardCancelGuardian,
 		RecordFile:         o.record.File, Redact: o.record.redact,
 		Log: o.s.Err, Verbose: o.Verbose,
 	}
+}
+
+// ringBytes is the event ring buffer's size: --ring-bytes, else the
+// default for a job with a record or without.
+func (o *runOptions) ringBytes() uint32 {
+	if o.record.File != "" {
+		return o.RingBytes.Or(loader.RecordRingBytes)
+	}
+	return o.RingBytes.Or(loader.DefaultRingBytes)
 }
 
 // dieWithUs says whether a hard cancel of lineage reaps the job: unless

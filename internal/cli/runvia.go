@@ -21,7 +21,7 @@ import (
 // honours: the daemon's backend, map and hard-cancel answer are its own, and
 // a record is written from a tracker's own events. Giving one runs
 // standalone.
-var daemonWideFlags = []string{"max-members", "on-full", "interval", "hard-cancel", "record", "user"}
+var daemonWideFlags = []string{"max-members", "ring-bytes", "on-full", "interval", "hard-cancel", "record", "user"}
 
 // daemonWideFlag names the first daemon-wide flag given, or "".
 func (o *runOptions) daemonWideFlag(cmd *cobra.Command) string {

@@ -19,10 +19,6 @@ var ErrNotRoot = errors.New("not a registered root")
 // of a lineage.
 var ErrAlreadyTracked = errors.New("already tracked")
 
-// DefaultRingBytes is the size of the bpf backend's event ring buffer
-// unless told otherwise.
-const DefaultRingBytes = 1 << 20
-
 // Backend tells which processes belong to which root, and keeps telling as
 // they fork, exec and exit. Implementations are safe for concurrent use by
 // multiple goroutines, except that Run may be called only once.

@@ -17,14 +17,17 @@ const lossEvery = time.Second
 // counter that grew since the last look (events the ring buffer dropped,
 // records that did not decode, processes the full membership map could
 // not hold, orphans with no known parent) becomes a loss event, with the
-// reason the session records use. No session can be told apart in such a
-// gap, so every stream gets it, filtered by session or not. Counting
-// starts from last (based: it was read), which Open reads before the
-// server answers: what a pinned tracker lost before this daemon started
-// is in its counters (`/metrics`, the start's note), not in the streams.
+// reason the session records use; the ring buffer's drops come placed in
+// time where the tracker places them, naming no process (the streams are
+// of any session). No session can be told apart in such a gap, so every
+// stream gets it, filtered by session or not. Counting starts from last
+// (based: it was read), which Open reads before the server answers: what
+// a pinned tracker lost before this daemon started is in its counters
+// (`/metrics`, the start's note), not in the streams.
 func (s *Server) watchLosses(stop <-chan struct{}, period time.Duration, last loader.Stats, based bool) {
 	tick := time.NewTicker(period)
 	defer tick.Stop()
+	mark, placed := s.tracker.GapMark()
 	for {
 		select {
 		case <-stop:
@@ -35,8 +38,16 @@ func (s *Server) watchLosses(stop <-chan struct{}, period time.Duration, last lo
 		if err != nil {
 			continue
 		}
+		l := tracker.Losses{Stats: lossesSince(st, last)}
+		if placed {
+			if l.Gaps, l.Placed = s.tracker.GapsSince(mark); l.Placed {
+				for _, g := range l.Gaps {
+					mark += loader.GapMark(g.Count)
+				}
+			}
+		}
 		if based {
-			s.hub.losses(lossesSince(st, last))
+			s.hub.losses(l)
 		}
 		last, based = st, true
 	}
@@ -60,14 +71,21 @@ func lossesSince(now, base loader.Stats) loader.Stats {
 	}
 }
 
-// losses publishes the counters' growth d to every stream, as loss events;
-// nothing when nothing grew.
-func (h *hub) losses(d loader.Stats) {
+// losses publishes l to every stream, as loss events; nothing when
+// nothing grew.
+func (h *hub) losses(l tracker.Losses) {
+	d := l.Stats
+	if l.Placed {
+		d.EventsLost = 0
+		for _, g := range l.Gaps {
+			d.EventsLost += g.Count
+		}
+	}
 	if d.EventsLost == 0 && d.Undecodable == 0 && d.MembersFull == 0 && d.Unattributed == 0 {
 		return
 	}
 	h.publish(item{everyStream: true, write: func(w *record.Writer) error {
-		tracker.WriteLosses(w, d)
+		tracker.WriteLosses(w, l)
 		return nil
 	}})
 }

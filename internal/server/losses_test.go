@@ -9,6 +9,7 @@ import (
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/record"
+	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
 // The tracker's gaps reach every stream, filtered by session or not, as
@@ -17,8 +18,8 @@ func TestLossesReachEveryStream(t *testing.T) {
 	h := newHub()
 	streams := []*subscriber{h.subscribe("a"), h.subscribe("")}
 	h.kept("b", lineage.Member{Identity: lineage.Identity{PID: 7, StartTicks: 1}}, "keep") // session b's: not stream a's
-	h.losses(loader.Stats{})
-	h.losses(loader.Stats{EventsLost: 3, MembersFull: 2})
+	h.losses(tracker.Losses{})
+	h.losses(tracker.Losses{Stats: loader.Stats{EventsLost: 3, MembersFull: 2}})
 	for i, sub := range streams {
 		var buf bytes.Buffer
 		w, err := record.NewWriter(&buf, record.Header{}, nil)

@@ -103,8 +103,14 @@ type sessionRecord struct {
 	name string
 	uid  uint32
 	// base is the backend's counters when the record began: its losses
-	// are what they grew by until it closes.
-	base loader.Stats
+	// are what they grew by until it closes; gaps is where the backend's
+	// lost events stood then, when it places them (placed).
+	base   loader.Stats
+	gaps   loader.GapMark
+	placed bool
+	// roots are the lineages the record has events of: the lost events
+	// it names are theirs.
+	roots map[lineage.Identity]bool
 }
 
 // startRecords opens the record directory and starts writing records.
@@ -186,6 +192,9 @@ func (r *records) write(it item) {
 		r.open[it.session] = sr
 		r.prune(uid)
 	}
+	if !it.root.IsZero() {
+		sr.roots[it.root] = true
+	}
 	if err := it.write(sr.w); err != nil {
 		r.s.note("lineage: record of session %s: %v\n", it.session, err)
 	}
@@ -206,8 +215,9 @@ func (r *records) create(session string, uid uint32) (*sessionRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	sr := &sessionRecord{w: w, name: name, uid: uid}
+	sr := &sessionRecord{w: w, name: name, uid: uid, roots: map[lineage.Identity]bool{}}
 	sr.base, _ = r.s.tracker.Stats()
+	sr.gaps, sr.placed = r.s.tracker.GapMark()
 	return sr, nil
 }
 
@@ -219,7 +229,14 @@ func (r *records) finish(id string) {
 	}
 	delete(r.open, id)
 	if st, err := r.s.tracker.Stats(); err == nil {
-		tracker.WriteLosses(sr.w, statsSince(st, sr.base))
+		l := tracker.Losses{Stats: statsSince(st, sr.base)}
+		if sr.placed {
+			l.Gaps, l.Placed = r.s.tracker.GapsSince(sr.gaps)
+		}
+		l.Mine = func(ev loader.LostEvent) bool {
+			return sr.roots[ev.Root] || (r.s.hub.sessionOf != nil && r.s.hub.sessionOf(ev.Root) == id)
+		}
+		tracker.WriteLosses(sr.w, l)
 	}
 	if err := sr.w.Close(); err != nil {
 		r.s.note("lineage: record %s: %v\n", sr.name, err)

@@ -40,6 +40,10 @@ type recorder struct {
 	// dropped counts events that came before the root was known and did
 	// not fit in early: written as a loss, since some may be the job's.
 	dropped uint64
+	// gaps is where the backend's lost events stood when the record
+	// began, for a backend that places them (placed).
+	gaps   loader.GapMark
+	placed bool
 }
 
 // startRecord writes the record's header, with the backend and what it
@@ -55,6 +59,7 @@ func (t *Tracker) startRecord(spec RecordSpec, command []string) (*recorder, err
 		return nil, fmt.Errorf("record: %w", err)
 	}
 	r := &recorder{w: w}
+	r.gaps, r.placed = t.GapMark()
 	t.recorder.Store(r)
 	return r, nil
 }
@@ -66,17 +71,6 @@ func (t *Tracker) RecordHeader(command []string) record.Header {
 	h.Backend = t.choice.Backend
 	h.Limits = backendLimits(t.choice.Backend)
 	return h
-}
-
-// WriteLosses records the gaps in a record that the backend's counters st
-// show (or their growth over the time the record covers).
-func WriteLosses(w *record.Writer, st loader.Stats) {
-	_ = w.LossOf(st.EventsLost, "events lost")
-	_ = w.LossOf(st.Undecodable, "undecodable")
-	_ = w.LossOf(st.MembersFull, "untracked: the membership map was full")
-	_ = w.LossOf(st.Unattributed, "unattributed orphans")
-	_ = w.LossOf(st.AdoptedAfterMiss, "forks no hook saw: adopted from /proc")
-	_ = w.LossOf(st.HookMisses-min(st.HookMisses, st.ForkMisses+st.CatcherMisses), "exec and exit hook runs the kernel skipped")
 }
 
 // backendLimits says what a backend can't see, for the record's header.
@@ -174,13 +168,22 @@ func (r *recorder) reaped(rep *reap.Report, end job.End) {
 
 // finish records the backend's losses after the events are drained, stops
 // recording, closes the record and puts any write error in the report.
+// The lost events it names are those of the job's lineage.
 func (r *recorder) finish(t *Tracker, rep *job.Report) {
 	if r == nil {
 		return
 	}
 	t.recorder.Store(nil)
 	if st, err := t.backend.Stats(); err == nil {
-		WriteLosses(r.w, st)
+		l := Losses{Stats: st}
+		if r.placed {
+			l.Gaps, l.Placed = t.GapsSince(r.gaps)
+		}
+		r.mu.Lock()
+		root := r.root
+		r.mu.Unlock()
+		l.Mine = func(ev loader.LostEvent) bool { return ev.Root == root }
+		WriteLosses(r.w, l)
 	}
 	if err := r.w.Close(); err != nil && rep != nil {
 		rep.Warnings = append(rep.Warnings, "record: "+err.Error())

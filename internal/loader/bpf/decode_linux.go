@@ -9,30 +9,36 @@ import (
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
+// eventSize is the size of struct event: a whole fork or exit record, and
+// the part of an exec record before its path and argv.
 const eventSize = int(unsafe.Sizeof(lineageEvent{}))
 
-// argsLen is LINEAGE_ARGS_LEN: how much of argv an exec event carries.
-const argsLen = len(lineageEvent{}.Args)
+// filenameLen and argsLen are LINEAGE_FILENAME_LEN and LINEAGE_ARGS_LEN:
+// how much of the executed path (its NUL included) and of argv an exec
+// event carries at most.
+const (
+	filenameLen = 128
+	argsLen     = len(lineageExecEvent{}.Strings) - filenameLen
+)
 
-// eventHeaderSize is how much of struct event a fork or exit event fills:
-// all but the filename and argv, which only exec events carry.
-const eventHeaderSize = int(unsafe.Offsetof(lineageEvent{}.Filename))
+// fixedExecSize is the size of an exec record as layouts up to 3 wrote it
+// (fixedExecLayout): the event, a 128-byte filename slot and a 1,024-byte
+// argv slot, with filename_size 0.
+const fixedExecSize = eventSize + filenameLen + argsLen
 
-// decode turns one ring-buffer record into an Event.
+// decode turns one ring-buffer record into an Event. It reads exec records
+// in both shapes: sized to what they carry (filename_size set), and the
+// fixed slots that a set pinned by an older binary may still hold.
 func decode(raw []byte) (lineage.Event, error) {
-	want := eventHeaderSize
-	if len(raw) >= int(unsafe.Offsetof(lineageEvent{}.Kind))+4 && kindOf(raw) == lineageEventKindEVENT_EXEC {
-		want = eventSize
-	}
-	if len(raw) < want {
-		return lineage.Event{}, fmt.Errorf("decode event: %d bytes, want %d", len(raw), want)
+	if len(raw) < eventSize {
+		return lineage.Event{}, fmt.Errorf("decode event: %d bytes, want at least %d", len(raw), eventSize)
 	}
 	// The record is the C struct in the machine's own byte order and
 	// layout (bpf2go checks the layout): a plain copy decodes it, without
 	// the reflection of encoding/binary, which would cost the reader more
 	// CPU per event than the kernel spends producing it.
 	var e lineageEvent
-	copy(unsafe.Slice((*byte)(unsafe.Pointer(&e)), eventSize), raw[:min(len(raw), eventSize)])
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&e)), eventSize), raw)
 	ev := lineage.Event{
 		Time:          time.Duration(e.TimeNs),
 		Process:       lineage.Identity{PID: e.Pid, StartTicks: e.Start},
@@ -52,9 +58,12 @@ func decode(raw []byte) (lineage.Event, error) {
 		ev.Kind = lineage.EventFork
 	case lineageEventKindEVENT_EXEC:
 		ev.Kind = lineage.EventExec
-		ev.Filename = cString(e.Filename[:])
-		n := min(int(e.ArgsSize), len(e.Args))
-		ev.Argv = splitArgs(e.Args[:n])
+		filename, args, err := execStrings(&e, raw[eventSize:])
+		if err != nil {
+			return lineage.Event{}, err
+		}
+		ev.Filename = cString(filename)
+		ev.Argv = splitArgs(args)
 		if e.Flags&lineageEventFlagEVENT_F_CREDS != 0 {
 			ev.UID, ev.EUID, ev.CredsKnown = e.Uid, e.Euid, true
 		}
@@ -67,12 +76,22 @@ func decode(raw []byte) (lineage.Event, error) {
 	return ev, nil
 }
 
-// kindOf reads the kind of the record raw, at least a kind's length long.
-func kindOf(raw []byte) lineageEventKind {
-	var k lineageEventKind
-	off := unsafe.Offsetof(lineageEvent{}.Kind)
-	copy(unsafe.Slice((*byte)(unsafe.Pointer(&k)), unsafe.Sizeof(k)), raw[off:])
-	return k
+// execStrings splits what follows an exec event's header, tail, into its
+// path and argv: filename_size bytes and args_size bytes back to back, or,
+// with filename_size 0, the fixed slots of layouts up to 3.
+func execStrings(e *lineageEvent, tail []byte) (filename, args []byte, err error) {
+	if e.FilenameSize == 0 {
+		if len(tail) < filenameLen+argsLen {
+			return nil, nil, fmt.Errorf("decode event: exec record of %d bytes, want %d", eventSize+len(tail), fixedExecSize)
+		}
+		return tail[:filenameLen], tail[filenameLen:][:min(int(e.ArgsSize), argsLen)], nil
+	}
+	fn, n := int(e.FilenameSize), int(e.ArgsSize)
+	if fn > filenameLen || n > argsLen || len(tail) < fn+n {
+		return nil, nil, fmt.Errorf("decode event: exec record of %d bytes with a %d-byte path and %d bytes of argv",
+			eventSize+len(tail), fn, n)
+	}
+	return tail[:fn], tail[fn : fn+n], nil
 }
 
 func cString[T ~int8 | ~uint8](b []T) string {
@@ -87,11 +106,7 @@ func cString[T ~int8 | ~uint8](b []T) string {
 }
 
 // splitArgs splits a NUL-separated argv; a cut-off last argument is kept.
-func splitArgs[T ~int8 | ~uint8](b []T) []string {
-	raw := make([]byte, len(b))
-	for i, c := range b {
-		raw[i] = byte(c)
-	}
+func splitArgs(raw []byte) []string {
 	raw = bytes.TrimRight(raw, "\x00")
 	if len(raw) == 0 {
 		return nil

@@ -2,13 +2,9 @@ package bpf
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/ringbuf"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
@@ -66,45 +62,33 @@ func (b *Tracker) Stats() (loader.Stats, error) {
 	return st, nil
 }
 
-// Run implements Backend.
+// Run implements Backend. It reads the ring buffer on a thread of its own
+// (drain) and decodes and delivers what that read from this goroutine.
 func (b *Tracker) Run(ctx context.Context, fn func(lineage.Event)) error {
 	// Wake the reader as soon as ctx is done, rather than at its next poll.
 	stop := context.AfterFunc(ctx, func() { _ = b.reader.Flush() })
 	defer stop()
-	var rec ringbuf.Record
 	// A Sync that began before a read that finds the ring empty is done.
 	defer b.syncs.release(^uint64(0))
-	for {
-		// A Sync that came while the last read waited needs a read that
-		// begins after it: one that doesn't wait.
-		synced, probe := b.syncs.seq(), b.syncs.pending()
-		done := ctx.Err() != nil
-		if done || probe {
-			// Deliver what is pending, then stop.
-			b.reader.SetDeadline(time.Now())
-		} else {
-			b.reader.SetDeadline(time.Now().Add(b.opts.Poll))
+	q := newBatches()
+	drained := make(chan error, 1)
+	go func() { drained <- b.drain(ctx, q) }()
+	deliver := func(raw []byte) {
+		ev, err := decode(raw)
+		if err != nil {
+			// Only a mismatch between this binary and the loaded
+			// objects can cause it: count it, never fail on it.
+			b.undecodable.Add(1)
+			return
 		}
-		err := b.reader.ReadInto(&rec)
-		switch {
-		case err == nil:
-			ev, derr := decode(rec.RawSample)
-			if derr != nil {
-				// Only a mismatch between this binary and the loaded
-				// objects can cause it: count it, never fail on it.
-				b.undecodable.Add(1)
-				continue
-			}
-			fn(ev)
-		case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, ringbuf.ErrFlushed):
-			b.syncs.release(synced)
-			if done {
-				return nil
-			}
-		case errors.Is(err, ringbuf.ErrClosed):
-			return nil
-		default:
-			return fmt.Errorf("read events: %w", err)
-		}
+		fn(ev)
 	}
+	for bt := range q.full {
+		bt.records(deliver)
+		if bt.empty {
+			b.syncs.release(bt.synced)
+		}
+		q.put(bt)
+	}
+	return <-drained
 }

@@ -32,6 +32,12 @@ var layoutFingerprints = map[uint32]string{
 	// birth ends when the holder of the tracker dies. The roots and
 	// members maps are layout 3's, so a layout 1, 2 or 3 set migrates.
 	4: "d4587cd97cf5e4470fef00cc2f09d88d9b070eebf4e8074a852d07cf663610a9",
+	// Layout 5: exec records sized to what they carry (struct event ends
+	// at comm, filename_size where padding was; struct exec_event), and
+	// the drops map (struct drop_log, struct lost). Its members and roots
+	// are layout 3's: a set of layout 1 to 4 migrates, its ring's backlog
+	// read in the fixed slots those wrote.
+	5: "ca45354f61768e389e3433eda1c474c361e7e8a598e79b66d40b9e43e8763ce6",
 }
 
 func TestLayoutVersionNamesTheLayout(t *testing.T) {
@@ -65,7 +71,7 @@ func describeLayout(t *testing.T, b *strings.Builder, spec *ebpf.CollectionSpec)
 			describeType(b, m.Value)
 		}
 	}
-	for _, name := range []string{"event", "member", "root", "keep_exe"} {
+	for _, name := range []string{"event", "exec_event", "member", "root", "keep_exe", "drop_log", "lost"} {
 		var s *btf.Struct
 		if err := spec.Types.TypeByName(name, &s); err != nil {
 			t.Fatalf("struct %s: %v", name, err)

@@ -20,25 +20,30 @@ type lineageArm struct {
 	Pad    uint32
 }
 
+type lineageDropLog struct {
+	_      structs.HostLayout
+	Count  uint64
+	LastNs uint64
+	Log    [512]lineageLost
+}
+
 type lineageEvent struct {
-	_           structs.HostLayout
-	TimeNs      uint64
-	Start       uint64
-	ParentStart uint64
-	RootStart   uint64
-	Kind        lineageEventKind
-	Pid         uint32
-	ParentPid   uint32
-	RootPid     uint32
-	ExitStatus  int32
-	Flags       lineageEventFlag
-	ArgsSize    uint32
-	Uid         uint32
-	Euid        uint32
-	Pad         uint32
-	Comm        [16]int8
-	Filename    [128]int8
-	Args        [1024]int8
+	_            structs.HostLayout
+	TimeNs       uint64
+	Start        uint64
+	ParentStart  uint64
+	RootStart    uint64
+	Kind         lineageEventKind
+	Pid          uint32
+	ParentPid    uint32
+	RootPid      uint32
+	ExitStatus   int32
+	Flags        lineageEventFlag
+	ArgsSize     uint32
+	Uid          uint32
+	Euid         uint32
+	FilenameSize uint32
+	Comm         [16]int8
 }
 
 type lineageEventFlag uint32
@@ -62,11 +67,28 @@ const (
 	lineageEventKindEVENT_EXIT lineageEventKind = 3
 )
 
+type lineageExecEvent struct {
+	_       structs.HostLayout
+	E       lineageEvent
+	Strings [1152]int8
+}
+
 type lineageKeepExe struct {
 	_       structs.HostLayout
 	Ino     uint64
 	Dev     uint32
 	RootPid uint32
+}
+
+type lineageLost struct {
+	_         structs.HostLayout
+	TimeNs    uint64
+	Start     uint64
+	RootStart uint64
+	Pid       uint32
+	RootPid   uint32
+	Kind      lineageEventKind
+	Seq       uint32
 }
 
 type lineageMember struct {
@@ -134,7 +156,9 @@ const (
 const (
 	lineageMapArms               = "arms"
 	lineageMapDoomed             = "doomed"
+	lineageMapDrops              = "drops"
 	lineageMapEvents             = "events"
+	lineageMapExecScratch        = "exec_scratch"
 	lineageMapKeepExes           = "keep_exes"
 	lineageMapMembers            = "members"
 	lineageMapRoots              = "roots"
@@ -211,13 +235,15 @@ type lineageProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lineageMapSpecs struct {
-	Arms     *ebpf.MapSpec `ebpf:"arms"`
-	Doomed   *ebpf.MapSpec `ebpf:"doomed"`
-	Events   *ebpf.MapSpec `ebpf:"events"`
-	KeepExes *ebpf.MapSpec `ebpf:"keep_exes"`
-	Members  *ebpf.MapSpec `ebpf:"members"`
-	Roots    *ebpf.MapSpec `ebpf:"roots"`
-	Stats    *ebpf.MapSpec `ebpf:"stats"`
+	Arms        *ebpf.MapSpec `ebpf:"arms"`
+	Doomed      *ebpf.MapSpec `ebpf:"doomed"`
+	Drops       *ebpf.MapSpec `ebpf:"drops"`
+	Events      *ebpf.MapSpec `ebpf:"events"`
+	ExecScratch *ebpf.MapSpec `ebpf:"exec_scratch"`
+	KeepExes    *ebpf.MapSpec `ebpf:"keep_exes"`
+	Members     *ebpf.MapSpec `ebpf:"members"`
+	Roots       *ebpf.MapSpec `ebpf:"roots"`
+	Stats       *ebpf.MapSpec `ebpf:"stats"`
 }
 
 // lineageVariableSpecs contains global variables before they are loaded into the kernel.
@@ -260,20 +286,24 @@ func (o *lineageObjects) Close() error {
 //
 // It can be passed to loadLineageObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lineageMaps struct {
-	Arms     *ebpf.Map `ebpf:"arms"`
-	Doomed   *ebpf.Map `ebpf:"doomed"`
-	Events   *ebpf.Map `ebpf:"events"`
-	KeepExes *ebpf.Map `ebpf:"keep_exes"`
-	Members  *ebpf.Map `ebpf:"members"`
-	Roots    *ebpf.Map `ebpf:"roots"`
-	Stats    *ebpf.Map `ebpf:"stats"`
+	Arms        *ebpf.Map `ebpf:"arms"`
+	Doomed      *ebpf.Map `ebpf:"doomed"`
+	Drops       *ebpf.Map `ebpf:"drops"`
+	Events      *ebpf.Map `ebpf:"events"`
+	ExecScratch *ebpf.Map `ebpf:"exec_scratch"`
+	KeepExes    *ebpf.Map `ebpf:"keep_exes"`
+	Members     *ebpf.Map `ebpf:"members"`
+	Roots       *ebpf.Map `ebpf:"roots"`
+	Stats       *ebpf.Map `ebpf:"stats"`
 }
 
 func (m *lineageMaps) Close() error {
 	return _LineageClose(
 		m.Arms,
 		m.Doomed,
+		m.Drops,
 		m.Events,
+		m.ExecScratch,
 		m.KeepExes,
 		m.Members,
 		m.Roots,

@@ -18,7 +18,9 @@ import (
 const (
 	lineageCompatMapArms               = "arms"
 	lineageCompatMapDoomed             = "doomed"
+	lineageCompatMapDrops              = "drops"
 	lineageCompatMapEvents             = "events"
+	lineageCompatMapExecScratch        = "exec_scratch"
 	lineageCompatMapKeepExes           = "keep_exes"
 	lineageCompatMapMembers            = "members"
 	lineageCompatMapRoots              = "roots"
@@ -93,13 +95,15 @@ type lineageCompatProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type lineageCompatMapSpecs struct {
-	Arms     *ebpf.MapSpec `ebpf:"arms"`
-	Doomed   *ebpf.MapSpec `ebpf:"doomed"`
-	Events   *ebpf.MapSpec `ebpf:"events"`
-	KeepExes *ebpf.MapSpec `ebpf:"keep_exes"`
-	Members  *ebpf.MapSpec `ebpf:"members"`
-	Roots    *ebpf.MapSpec `ebpf:"roots"`
-	Stats    *ebpf.MapSpec `ebpf:"stats"`
+	Arms        *ebpf.MapSpec `ebpf:"arms"`
+	Doomed      *ebpf.MapSpec `ebpf:"doomed"`
+	Drops       *ebpf.MapSpec `ebpf:"drops"`
+	Events      *ebpf.MapSpec `ebpf:"events"`
+	ExecScratch *ebpf.MapSpec `ebpf:"exec_scratch"`
+	KeepExes    *ebpf.MapSpec `ebpf:"keep_exes"`
+	Members     *ebpf.MapSpec `ebpf:"members"`
+	Roots       *ebpf.MapSpec `ebpf:"roots"`
+	Stats       *ebpf.MapSpec `ebpf:"stats"`
 }
 
 // lineageCompatVariableSpecs contains global variables before they are loaded into the kernel.
@@ -142,20 +146,24 @@ func (o *lineageCompatObjects) Close() error {
 //
 // It can be passed to loadLineageCompatObjects or ebpf.CollectionSpec.LoadAndAssign.
 type lineageCompatMaps struct {
-	Arms     *ebpf.Map `ebpf:"arms"`
-	Doomed   *ebpf.Map `ebpf:"doomed"`
-	Events   *ebpf.Map `ebpf:"events"`
-	KeepExes *ebpf.Map `ebpf:"keep_exes"`
-	Members  *ebpf.Map `ebpf:"members"`
-	Roots    *ebpf.Map `ebpf:"roots"`
-	Stats    *ebpf.Map `ebpf:"stats"`
+	Arms        *ebpf.Map `ebpf:"arms"`
+	Doomed      *ebpf.Map `ebpf:"doomed"`
+	Drops       *ebpf.Map `ebpf:"drops"`
+	Events      *ebpf.Map `ebpf:"events"`
+	ExecScratch *ebpf.Map `ebpf:"exec_scratch"`
+	KeepExes    *ebpf.Map `ebpf:"keep_exes"`
+	Members     *ebpf.Map `ebpf:"members"`
+	Roots       *ebpf.Map `ebpf:"roots"`
+	Stats       *ebpf.Map `ebpf:"stats"`
 }
 
 func (m *lineageCompatMaps) Close() error {
 	return _LineageCompatClose(
 		m.Arms,
 		m.Doomed,
+		m.Drops,
 		m.Events,
+		m.ExecScratch,
 		m.KeepExes,
 		m.Members,
 		m.Roots,

@@ -1,6 +1,7 @@
 package bpf
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,7 +15,8 @@ import (
 )
 
 // A set pinned by layout 2, which had no keep_exes map, moves into this
-// binary's layout (3 added keep_exes, 4 the reaper's lease) as it is: its
+// binary's layout (3 added keep_exes, 4 the reaper's lease, 5 the drops
+// map and sized exec records) as it is: its
 // roots and members, their spare marks with them, and the new set keeps
 // exe rules for the moved roots.
 func TestPinnedLayout2IsMigrated(t *testing.T) {
@@ -60,6 +62,66 @@ func TestPinnedLayout2IsMigrated(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(p.Dir, lineageMapKeepExes)); err != nil {
 		t.Errorf("layout %d pins no keep_exes map: %v", LayoutVersion, err)
+	}
+}
+
+// A set pinned by layout 3 or 4, which had no drops map, moves into the
+// current layout, and the events its ring buffer holds (written while no
+// tracker read them) are delivered before the new set's own.
+func TestPinnedLayout3And4AreMigratedWithTheirBacklog(t *testing.T) {
+	for _, layout := range []uint32{3, 4} {
+		t.Run(fmt.Sprintf("layout%d", layout), func(t *testing.T) { testPinnedLayoutIsMigratedWithItsBacklog(t, layout) })
+	}
+}
+
+func testPinnedLayoutIsMigratedWithItsBacklog(t *testing.T, layout uint32) {
+	root := testutil.PinRoot(t)
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	testutil.KillAtCleanup(t, mark)
+
+	old := openPinned(t, Options{PinRoot: root, layout: layout})
+	if err := os.Remove(filepath.Join(layoutDir(root, layout), lineageMapDrops)); err != nil {
+		t.Fatal(err)
+	}
+	// No reader runs: the job's events wait in the old set's ring.
+	id, j := spawn(t, old, "/bin/true backlog", loader.RootOptions{})
+	if err := j.wait(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the root's exit", 5*time.Second, func() bool {
+		st, err := old.Stats()
+		return err == nil && st.Exits >= 2
+	})
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	b := openPinned(t, Options{PinRoot: root})
+	if p, _ := b.Pinned(); p.MigratedFrom != layoutDir(root, layout) || p.Dir != layoutDir(root, LayoutVersion) {
+		t.Fatalf("pinned %+v, want layout %d's set moved into layout %d", p, layout, LayoutVersion)
+	}
+	if _, err := os.Stat(layoutDir(root, layout)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("layout %d's set is still pinned: %v", layout, err)
+	}
+	rec := record(t, b)
+	var kinds []lineage.EventKind
+	waitFor(t, "the root's exit from the old ring", 5*time.Second, func() bool {
+		kinds = kinds[:0]
+		exited := false
+		for _, ev := range rec.snapshot() {
+			if ev.Process == id {
+				kinds = append(kinds, ev.Kind)
+				exited = exited || ev.Kind == lineage.EventExit
+			}
+		}
+		return exited
+	})
+	if !slices.Contains(kinds, lineage.EventFork) || !slices.Contains(kinds, lineage.EventExec) {
+		t.Errorf("the root's events from the old ring: %v, want its fork, exec and exit", kinds)
+	}
+	if st, err := b.Stats(); err != nil || st.Undecodable != 0 {
+		t.Errorf("stats %+v, %v: the old ring's records must decode", st, err)
 	}
 }
 

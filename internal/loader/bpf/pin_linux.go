@@ -31,10 +31,14 @@ import (
 // keep_exes map (the programs exe keep rules keep, per root) and the
 // kernel's own spare marks (ROOT_F_KEPT, MEMBER_F_SPARED_EXE,
 // MEMBER_F_CAUGHT); its members and roots are layout 2's, so a set of
-// layout 1 or 2 migrates as it is.
-// Layout 4 added the reaper's lease (reap_lease_ns) to .bss; its members
-// and roots are layout 3's, so a set of layout 1, 2 or 3 migrates too.
-const LayoutVersion = 4
+// layout 1 or 2 migrates as it is. Layout 4 added the reaper's lease
+// (reap_lease_ns) to .bss; its members and roots are layout 3's. Layout 5
+// writes exec records sized to what they carry, and logs what the ring
+// buffer drops per CPU (the drops map); its members and roots are layout
+// 3's too, so a set of layout 1 to 4 migrates, and the records a set of
+// layout 4 or before left in its ring (exec records in fixed slots) are
+// read too (keepBacklog, decode).
+const LayoutVersion = 5
 
 // DefaultPinRoot is where `lineage serve` pins its tracker.
 const DefaultPinRoot = "/sys/fs/bpf/lineage"
@@ -57,6 +61,7 @@ var pinnedMaps = map[string]string{
 	lineageMapStats:    lineageMapStats,
 	lineageMapArms:     lineageMapArms,
 	lineageMapKeepExes: lineageMapKeepExes,
+	lineageMapDrops:    lineageMapDrops,
 	".bss":             bssPin,
 }
 
@@ -165,7 +170,8 @@ func (b *Tracker) pin(dir string, v layoutValue) error {
 	maps := map[string]*ebpf.Map{
 		lineageMapMembers: b.objs.Members, lineageMapRoots: b.objs.Roots,
 		lineageMapDoomed: b.objs.Doomed, lineageMapEvents: b.objs.Events,
-		lineageMapStats: b.objs.Stats, lineageMapArms: b.objs.Arms, lineageMapKeepExes: b.objs.KeepExes, ".bss": b.bss,
+		lineageMapStats: b.objs.Stats, lineageMapArms: b.objs.Arms, lineageMapKeepExes: b.objs.KeepExes,
+		lineageMapDrops: b.objs.Drops, ".bss": b.bss,
 	}
 	for name, m := range maps {
 		if err := m.Pin(filepath.Join(dir, pinnedMaps[name])); err != nil {
@@ -299,7 +305,7 @@ func (b *Tracker) reuse(spec *ebpf.CollectionSpec, kernel *btf.Spec, dir string,
 	if b.reader, err = ringbuf.NewReader(b.objs.Events); err != nil {
 		return fmt.Errorf("open ring buffer: %w", err)
 	}
-	return nil
+	return b.startGaps()
 }
 
 // reuseLinks opens the pinned links and, through them, the programs they

@@ -34,7 +34,7 @@ func TestPinnedTrackerTracksWhileClosed(t *testing.T) {
 	if p, ok := b.Pinned(); !ok || p.Reused || p.Dir != layoutDir(root, LayoutVersion) {
 		t.Fatalf("first open: pinned %+v %v, want a fresh set in %s", p, ok, layoutDir(root, LayoutVersion))
 	}
-	script := fmt.Sprintf("while [ ! -e %s ]; do sleep 0.05; done; setsid sleep %s & for i in 1 2 3 4 5 6 7 8 9 10; do /bin/true; done; exec sleep %s",
+	script := fmt.Sprintf("while [ ! -e %s ]; do sleep 0.05; done; setsid sleep %s & i=0; while [ $i -lt 100 ]; do /bin/true; i=$((i + 1)); done; exec sleep %s",
 		trigger, testutil.Sleep(mark+"1"), testutil.Sleep(mark))
 	id, _ := spawn(t, b, script, loader.RootOptions{DieWithSupervisor: true})
 	testutil.KillAtCleanup(t, mark)
@@ -46,7 +46,10 @@ func TestPinnedTrackerTracksWhileClosed(t *testing.T) {
 	if err := os.WriteFile(trigger, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The root execs its sleep once its hundred children are done: their
+	// records overflow the one-page ring no one reads.
 	waitFor(t, "the daemon forked while closed", 10*time.Second, func() bool { return len(testutil.Sleepers(mark+"1")) == 1 })
+	waitFor(t, "the children run while closed", 20*time.Second, func() bool { return len(testutil.Sleepers(mark)) == 2 })
 	forked := testutil.Sleepers(mark + "1")[0]
 	forkedID := lineage.Identity{PID: uint32(forked.PID), StartTicks: forked.StartTicks}
 

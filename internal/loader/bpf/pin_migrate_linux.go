@@ -4,9 +4,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/ringbuf"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
@@ -64,6 +66,9 @@ func (o *oldSet) Close() error {
 // checks them against /proc: one may have exited before its copy.
 func (b *Tracker) migrate(o *oldSet) error {
 	defer o.Close()
+	if err := b.keepBacklog(o.dir); err != nil {
+		return err
+	}
 	for range migratePasses {
 		n, err := b.copyFrom(o)
 		if err != nil {
@@ -80,6 +85,32 @@ func (b *Tracker) migrate(o *oldSet) error {
 		return err
 	}
 	b.pinned.MigratedFrom = o.dir
+	return nil
+}
+
+// keepBacklog opens the ring buffer of the set in dir, so that Run
+// delivers what its programs wrote and no tracker read (while no daemon
+// ran, and until the set is unpinned) before the events of b's own ring:
+// a set of layout 3 or before writes exec records in fixed slots, which
+// decode reads too. A set without one is no error: it has no backlog.
+func (b *Tracker) keepBacklog(dir string) error {
+	m, err := ebpf.LoadPinnedMap(filepath.Join(dir, lineageMapEvents), nil)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("pinned set %s: %w", dir, err)
+	}
+	if m.Type() != ebpf.RingBuf {
+		_ = m.Close()
+		return nil
+	}
+	r, err := ringbuf.NewReader(m)
+	if err != nil {
+		_ = m.Close()
+		return fmt.Errorf("pinned set %s: open ring buffer: %w", dir, err)
+	}
+	b.backlog = append(b.backlog, backlogRing{m: m, r: r})
 	return nil
 }
 

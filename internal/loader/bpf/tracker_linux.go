@@ -33,9 +33,10 @@ type Options struct {
 	OnFull loader.OnFull
 	// MaxRoots is how many roots can be registered at once (default 4096).
 	MaxRoots uint32
-	// RingBytes is the size of the event ring buffer, a power of two and a
-	// multiple of the page size (default 1 MiB). Events that don't fit are
-	// counted as EventsLost.
+	// RingBytes is the size of the event ring buffer, a power of two from
+	// a page to loader.MaxRingBytes (default loader.DefaultRingBytes).
+	// Events that don't fit are counted as EventsLost, and the latest of
+	// them logged (Gaps).
 	RingBytes uint32
 	// Poll is how often the reader looks for events the kernel did not
 	// wake it for (default 100ms). Below a quarter full the kernel submits
@@ -117,8 +118,12 @@ type Tracker struct {
 	inspector  *inspector
 	inspectOff string
 	reader     *ringbuf.Reader
-	proc       proc.FS
-	loaded     loader.Loaded
+	// backlog are the rings of sets moved into this one, to read before
+	// reader (keepBacklog); backlogMu guards it (Run and Close).
+	backlog   []backlogRing
+	backlogMu sync.Mutex
+	proc      proc.FS
+	loaded    loader.Loaded
 	// bss is the program's .bss map, which a pinned set shares.
 	bss *ebpf.Map
 	// pinned is set when the tracker is pinned; pinLock, an flock on the
@@ -141,6 +146,8 @@ type Tracker struct {
 	syncs syncWaiters
 	// adopted counts members adopted from /proc after skipped forks.
 	adopted atomic.Uint64
+	// gaps places the events the kernel dropped (gaps_linux.go).
+	gaps gapLog
 	// stopLease ends the renewal of the reaper's lease (lease_linux.go);
 	// a handoff writes the lease through leaseMem, at leaseOff.
 	stopLease chan struct{}
@@ -155,7 +162,7 @@ var _ loader.Backend = (*Tracker)(nil)
 // run here wrap ErrUnavailable and say what failed.
 func Open(opts *Options) (*Tracker, error) {
 	o := opts.withDefaults()
-	if err := validateRing(o.RingBytes); err != nil {
+	if err := loader.ValidateRingBytes(o.RingBytes); err != nil {
 		return nil, err
 	}
 	if err := loader.ValidateMaxMembers(o.MaxMembers); err != nil {
@@ -287,15 +294,7 @@ func (b *Tracker) load(spec *ebpf.CollectionSpec, kernel *btf.Spec) error {
 	if b.reader, err = ringbuf.NewReader(b.objs.Events); err != nil {
 		return fmt.Errorf("open ring buffer: %w", err)
 	}
-	return nil
-}
-
-func validateRing(n uint32) error {
-	page := uint32(os.Getpagesize())
-	if n < page || n&(n-1) != 0 {
-		return fmt.Errorf("%w option: ring buffer size %d: must be a power of two of at least %d bytes", lineage.ErrInvalid, n, page)
-	}
-	return nil
+	return b.startGaps()
 }
 
 // Name implements Backend.
@@ -331,6 +330,7 @@ func (b *Tracker) Close() error {
 		if b.reader != nil {
 			errs = append(errs, b.reader.Close())
 		}
+		b.closeBacklog()
 		for _, l := range b.links {
 			errs = append(errs, l.Close())
 		}
