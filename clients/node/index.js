@@ -200,6 +200,7 @@ class Run {
     this.holders = [];
     this.finished = false;
     this.ended = false;
+    this.ending = null; // endLineage's promise, while the daemon reaps
     let command = [file, ...args];
     if (options.shell) command = [typeof options.shell === 'string' ? options.shell : '/bin/sh', '-c', command.join(' ')];
     const lineage = lookPath(client.lineage, process.env.PATH);
@@ -229,7 +230,7 @@ class Run {
     child.on('exit', (code, signal) => this.exited(code, signal));
     child.on('error', (e) => this.finish(e, null, null));
     if (options.timeout > 0) {
-      this.timer = setTimeout(() => this.endLineage(), options.timeout);
+      this.timer = setTimeout(() => { this.ending = this.endLineage(); }, options.timeout);
     }
   }
 
@@ -254,7 +255,7 @@ class Run {
     this.size += chunk.length;
     if (this.size > this.maxBuffer && !this.overflow) {
       this.overflow = true;
-      this.endLineage();
+      this.ending = this.endLineage();
     }
   }
 
@@ -354,6 +355,14 @@ class Run {
   }
 
   settle() {
+    // A lineage being ended is answered once the daemon has reaped it: a
+    // caller told of the timeout finds none of it alive.
+    if (this.ending) {
+      const ending = this.ending;
+      this.ending = null;
+      ending.then(() => this.settle(), () => this.settle());
+      return;
+    }
     const stdout = this.output('stdout');
     const stderr = this.output('stderr');
     let err = null;
