@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/lineage-dev/lineage/internal/buildinfo"
 	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
@@ -124,7 +123,7 @@ func checkStartup(t *testing.T, m families) {
 	if v := m.value(t, "lineage_members_map_capacity"); v != 16 {
 		t.Errorf("map capacity %v, want --max-members 16", v)
 	}
-	b := buildinfo.Get()
+	b := binaryBuild(t)
 	if v := m.value(t, "lineage_build_info", "version", b.Version, "bpf", b.BPF, "goversion", b.Go, "goarch", b.Arch); v != 1 {
 		t.Errorf("build info %v", v)
 	}
