@@ -210,16 +210,27 @@ func testAKeptProgramsForksInheritItsMark(t *testing.T, v loader.Variant) {
 	}
 	t.Cleanup(func() { killMembers(t, b, id); _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	var subshell, sleeper lineage.Identity
+	// The subshell is the root's child that runs the kept program once the
+	// sleeper has exec'd: until then the sleeper's fork runs it too, and
+	// the subshell's own forks (of sleep 0.05) are the subshell's children.
 	waitFor(t, "the subshell and the sleeper", 10*time.Second, func() bool {
+		subshell, sleeper = lineage.Identity{}, lineage.Identity{}
+		var candidates []testutil.Proc
 		for _, p := range testutil.Find(mark) {
 			switch {
 			case p.Argv[0] == "sleep":
 				sleeper = procID(p)
 			case p.Argv[0] == kept && uint32(p.PID) != id.PID:
-				subshell = procID(p)
+				if st, err := proc.ReadStat("/proc", p.PID); err == nil && uint32(st.PPID) == id.PID {
+					candidates = append(candidates, p)
+				}
 			}
 		}
-		return !subshell.IsZero() && !sleeper.IsZero()
+		if sleeper.IsZero() || len(candidates) != 1 {
+			return false
+		}
+		subshell = procID(candidates[0])
+		return true
 	})
 	if !spared(t, b, id) || !spared(t, b, subshell) {
 		t.Errorf("the kept shell (%v) or its subshell (%v) is not spared", spared(t, b, id), spared(t, b, subshell))
