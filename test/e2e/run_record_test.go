@@ -84,7 +84,7 @@ func TestRunRecordsAJob(t *testing.T) {
 			if b := binaryBuild(t); rec.Header.Build == nil || *rec.Header.Build != b || res.report.Build == nil || *res.report.Build != b {
 				t.Errorf("record build %+v, report build %+v, want %+v", rec.Header.Build, res.report.Build, b)
 			}
-			checkRecordedJob(t, rec.Processes, mark, backend)
+			checkRecordedJob(t, rec.Processes, mark, backend, skippedExecs(t, path))
 			tree, err := lineageCmd("report", path).Output()
 			if err != nil || strings.Count(string(tree), "LEAK") != 2 || !strings.Contains(string(tree), "backend: "+backend) {
 				t.Errorf("lineage report (tree): %v: want two LEAK marks and the backend:\n%s", err, tree)
@@ -140,7 +140,48 @@ func reportRecord(t *testing.T, path string) reportedRecord {
 	return rec
 }
 
-func checkRecordedJob(t *testing.T, procs []reportedProcess, mark, backend string) {
+// skippedExecs counts the exec and exit hook runs the kernel skipped, as
+// the record at path says (a kernel whose tracepoints run preemptible,
+// such as 7.x, skips some under load): an exec so lost leaves its process
+// under its parent's argv.
+func skippedExecs(t *testing.T, path string) *execBudget {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &execBudget{t: t}
+	for _, line := range strings.Split(string(raw), "\n") {
+		var ev struct {
+			Kind, Reason string
+			Count        int
+		}
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.Kind == "loss" && ev.Reason == "exec and exit hook runs the kernel skipped" {
+			b.left += ev.Count
+		}
+	}
+	return b
+}
+
+// execBudget lets a check find a process's exec missing as many times as
+// the record said the kernel skipped exec and exit hook runs, and no more.
+type execBudget struct {
+	t    *testing.T
+	left int
+}
+
+// excuses reports whether n processes missing from what argv names are
+// ones the record said it may lack, and takes them from the budget.
+func (b *execBudget) excuses(argv string, n int) bool {
+	if n <= 0 || n > b.left {
+		return false
+	}
+	b.left -= n
+	b.t.Logf("%d processes with argv %q missing: the record says the kernel skipped exec and exit hook runs", n, argv)
+	return true
+}
+
+func checkRecordedJob(t *testing.T, procs []reportedProcess, mark, backend string, skipped *execBudget) {
 	t.Helper()
 	var root *reportedProcess
 	byArgv := map[string][]*reportedProcess{}
@@ -159,6 +200,8 @@ func checkRecordedJob(t *testing.T, procs []reportedProcess, mark, backend strin
 	one := func(argv string) *reportedProcess {
 		if ps := byArgv[argv]; len(ps) == 1 {
 			return ps[0]
+		} else if len(ps) == 0 && skipped.excuses(argv, 1) {
+			return nil
 		}
 		t.Errorf("%d processes with argv %q, want 1", len(byArgv[argv]), argv)
 		return nil
@@ -171,9 +214,12 @@ func checkRecordedJob(t *testing.T, procs []reportedProcess, mark, backend strin
 			}
 		}
 		checkChain(t, one, root.ID.PID)
-		checkQuick(t, byArgv, root.ID.PID)
+		checkQuick(t, byArgv, root.ID.PID, skipped)
 	}
 	sleepers := byArgv["sleep "+testutil.Sleep(mark)]
+	if len(sleepers) < 2 && skipped.excuses("sleep "+testutil.Sleep(mark), 2-len(sleepers)) {
+		return
+	}
 	if len(sleepers) != 2 {
 		t.Fatalf("%d marked sleepers, want the daemon and the TERM-ignorer", len(sleepers))
 	}
@@ -211,13 +257,16 @@ func checkChain(t *testing.T, one func(string) *reportedProcess, root uint32) {
 
 // checkQuick checks the forty /bin/true: each has its argv and its end,
 // and those that lived under a millisecond are there like the others.
-func checkQuick(t *testing.T, byArgv map[string][]*reportedProcess, root uint32) {
+func checkQuick(t *testing.T, byArgv map[string][]*reportedProcess, root uint32, skipped *execBudget) {
 	t.Helper()
 	fast := 0
 	var shortest time.Duration = time.Hour
 	for i := 1; i <= 40; i++ {
 		argv := fmt.Sprintf("/bin/true quick%d", i)
 		ps := byArgv[argv]
+		if len(ps) == 0 && skipped.excuses(argv, 1) {
+			continue
+		}
 		if len(ps) != 1 {
 			t.Errorf("%d processes with argv %q, want 1", len(ps), argv)
 			continue
