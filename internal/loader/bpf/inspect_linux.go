@@ -135,11 +135,23 @@ func (in *inspector) run(pids []uint32, out []lineage.Stat) error {
 	for i, pid := range pids {
 		in.batch.Procs[i] = inspectProcStat{Pid: pid}
 	}
-	b := unsafe.Slice((*byte)(unsafe.Pointer(&in.batch)), batchSize(len(pids)))
+	if err := in.runBatch(in.inspectProg, len(pids)); err != nil {
+		return err
+	}
+	for i := range pids {
+		out[i] = statOf(&in.batch.Procs[i])
+	}
+	return nil
+}
+
+// runBatch copies the first n processes of in.batch to the mapped batch,
+// runs prog over them, and copies what it wrote back.
+func (in *inspector) runBatch(prog *ebpf.Program, n int) error {
+	b := unsafe.Slice((*byte)(unsafe.Pointer(&in.batch)), batchSize(n))
 	if _, err := in.mem.WriteAt(b, 0); err != nil {
 		return fmt.Errorf("write the batch: %w", err)
 	}
-	ret, err := in.inspectProg.Run(&ebpf.RunOptions{})
+	ret, err := prog.Run(&ebpf.RunOptions{})
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
@@ -148,9 +160,6 @@ func (in *inspector) run(pids []uint32, out []lineage.Stat) error {
 	}
 	if _, err := in.mem.ReadAt(b, 0); err != nil {
 		return fmt.Errorf("read the batch: %w", err)
-	}
-	for i := range pids {
-		out[i] = statOf(&in.batch.Procs[i])
 	}
 	return nil
 }
@@ -240,19 +249,8 @@ func (in *inspector) signalRun(ids []lineage.Identity, sigs []syscall.Signal, be
 	for i, id := range ids {
 		in.batch.Procs[i] = inspectProcStat{Pid: id.PID, WantStart: id.StartTicks, Sig: int32(sigs[i])}
 	}
-	b := unsafe.Slice((*byte)(unsafe.Pointer(&in.batch)), batchSize(len(ids)))
-	if _, err := in.mem.WriteAt(b, 0); err != nil {
-		return fmt.Errorf("write the batch: %w", err)
-	}
-	ret, err := in.signal.Run(&ebpf.RunOptions{})
-	if err != nil {
-		return fmt.Errorf("run: %w", err)
-	}
-	if ret != 0 {
-		return fmt.Errorf("run: the program found no batch (%d)", ret)
-	}
-	if _, err := in.mem.ReadAt(b, 0); err != nil {
-		return fmt.Errorf("read the batch: %w", err)
+	if err := in.runBatch(in.signal, len(ids)); err != nil {
+		return err
 	}
 	for i, id := range ids {
 		p := &in.batch.Procs[i]
