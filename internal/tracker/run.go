@@ -54,7 +54,9 @@ func Run(ctx context.Context, cfg Config) (*job.Report, job.End, error) {
 	}
 	defer j.Close()
 	rec.rooted(j.root)
+	release := releaseLoadMemory()
 	end := j.Wait(sigs.WaitOptions(cfg.Deadline, cfg.Grace))
+	release.Stop()
 	rec.leaks(j, end)
 	d := j.Decide(policy.Input{Event: end.Event(), Reaping: cfg.Reaping})
 	reapCtx, cutShort := sigs.DuringReap(ctx)

@@ -29,17 +29,19 @@ import (
 // kernel from killing what it would spare.
 
 // markSpared marks every member of j's lineage that keep (nil: no rules) or
-// refuse spare.
-func (j *Job) markSpared(keep *keepTally, refuse func(lineage.Member, lineage.Stat) (string, bool)) {
+// refuse spare. It returns the members it listed to find them, with listed
+// set, when it listed them (the backend marks, and the listing worked).
+func (j *Job) markSpared(keep *keepTally, refuse func(lineage.Member, lineage.Stat) (string, bool)) (ms []lineage.Member, listed bool) {
 	if _, ok := j.t.backend.(loader.Sparer); !ok {
-		return
+		return nil, false
 	}
 	ms, err := j.t.backend.Members(j.root)
 	if err != nil {
 		j.t.note("lineage: spare in the kernel: %v\n", err)
-		return
+		return nil, false
 	}
 	j.markSparedAmong(ms, keep, refuse)
+	return ms, true
 }
 
 // markSparedAmong is markSpared with the lineage's members listed.
