@@ -11,11 +11,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/server/store"
 	"github.com/lineage-dev/lineage/internal/testutil"
 	"github.com/lineage-dev/lineage/internal/tracker"
 )
@@ -137,7 +140,7 @@ func TestJournalRoundTripThroughTheServer(t *testing.T) {
 	if len(live) != 5 {
 		t.Fatalf("%d sessions live, want 5", len(live))
 	}
-	want := savedState{NextID: l.srv.nextIDNow(), Sessions: live}
+	want := store.State{NextID: l.srv.nextIDNow(), Sessions: live}
 	if lines := journalLines(t, l.dir); len(lines) < 10 {
 		t.Errorf("%d journal lines for some 25 changes", len(lines))
 	}
@@ -149,7 +152,7 @@ func TestJournalRoundTripThroughTheServer(t *testing.T) {
 	if err := l.srv.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(l.dir, journalName)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(l.dir, store.JournalName)); !os.IsNotExist(err) {
 		t.Errorf("a journal after a clean close: %v", err)
 	}
 	sameSessions(t, withoutMembers(readSnapshot(t, l.dir)), want)
@@ -157,7 +160,7 @@ func TestJournalRoundTripThroughTheServer(t *testing.T) {
 
 // withoutMembers is st without the roots' members, which the state lists
 // (for a tracker that isn't pinned) and the API's session views don't.
-func withoutMembers(st savedState) savedState {
+func withoutMembers(st store.State) store.State {
 	for i := range st.Sessions {
 		for k := range st.Sessions[i].Roots {
 			st.Sessions[i].Roots[k].Members = nil
@@ -188,11 +191,68 @@ func TestServerSavesWhatARequestChanged(t *testing.T) {
 	if len(lines) != before+1 {
 		t.Fatalf("%d journal lines after a registration, want %d", len(lines), before+1)
 	}
-	var rec journalRecord[Session]
+	var rec struct {
+		Sessions []Session `json:"sessions"`
+		Removed  []string  `json:"removed"`
+	}
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &rec); err != nil {
 		t.Fatal(err)
 	}
 	if len(rec.Sessions) != 1 || rec.Sessions[0].ID != "busy" || len(rec.Sessions[0].Roots) != 1 || len(rec.Removed) != 0 {
 		t.Errorf("the registration's record %s: want session busy alone, with its root", lines[len(lines)-1])
+	}
+}
+
+func journalLines(t *testing.T, dir string) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, store.JournalName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+}
+
+// loaded reads the state directory back as a restarting server would (the
+// live server holds the directory's lock: a store opened takes none).
+func loaded(t *testing.T, dir string) (store.State, string) {
+	t.Helper()
+	f, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	st, ok, err := f.Load(func(format string, args ...any) { fmt.Fprintf(&log, format, args...) })
+	if err != nil || !ok {
+		t.Fatalf("load: ok %v, %v", ok, err)
+	}
+	return st, log.String()
+}
+
+// readSnapshot is the snapshot's next id and sessions, as written.
+func readSnapshot(t *testing.T, dir string) store.State {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, store.SnapshotName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st store.State
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// sameSessions fails t unless got holds the sessions of want, in any order,
+// and its next id.
+func sameSessions(t *testing.T, got, want store.State) {
+	t.Helper()
+	sorted := func(st store.State) string {
+		ss := slices.Clone(st.Sessions)
+		slices.SortFunc(ss, func(a, b Session) int { return strings.Compare(a.ID, b.ID) })
+		data, _ := json.Marshal(ss)
+		return fmt.Sprintf("next %d %s", st.NextID, data)
+	}
+	if g, w := sorted(got), sorted(want); g != w {
+		t.Errorf("read back:\n%.2000s\nwant:\n%.2000s", g, w)
 	}
 }

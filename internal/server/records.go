@@ -15,6 +15,7 @@ import (
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/record"
+	"github.com/lineage-dev/lineage/internal/server/store"
 	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
@@ -122,7 +123,7 @@ func (s *Server) startRecords() error {
 	if o.Keep < 0 {
 		return fmt.Errorf("%w option: record keep %d: must be positive", lineage.ErrInvalid, o.Keep)
 	}
-	if err := privateDir(o.Dir, "record dir"); err != nil {
+	if err := store.PrivateDir(o.Dir, "record dir"); err != nil {
 		return err
 	}
 	fd, err := unix.Open(o.Dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)

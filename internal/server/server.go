@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"runtime"
 	"sync"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/proc"
+	"github.com/lineage-dev/lineage/internal/server/store"
 	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
@@ -59,10 +59,10 @@ type Server struct {
 	// usage counts what each uid holds open, against opts.Quotas.
 	usage *usage
 	// lock is the state directory's lock, held while the server is open.
-	lock *os.File
+	lock *store.DirLock
 	// rootSession maps a root to its session's id, for event filtering.
 	rootSession sync.Map
-	state       *stateFile
+	state       *store.Store
 	closing     sync.Once
 	closeErr    error
 	// stopLoops ends the background loops: the save loop, the loss
@@ -110,9 +110,7 @@ func Open(opts Options) (*Server, error) {
 		return nil, err
 	}
 	fail := func(err error) (*Server, error) {
-		if s.lock != nil {
-			s.lock.Close()
-		}
+		s.lock.Release()
 		return nil, err
 	}
 	s.hub.sessionOf = func(id lineage.Identity) string {
@@ -171,15 +169,12 @@ func (s *Server) openStateDir() error {
 	if dir == "" {
 		return nil
 	}
-	if err := privateDir(dir, "state dir"); err != nil {
-		return err
-	}
 	var err error
-	if s.lock, err = lockState(dir); err != nil {
+	if s.lock, err = store.LockDir(dir); err != nil {
 		return err
 	}
-	if s.state, err = openState(dir); err != nil {
-		s.lock.Close()
+	if s.state, err = store.Open(dir); err != nil {
+		s.lock.Release()
 		return err
 	}
 	return nil
@@ -241,14 +236,12 @@ func (s *Server) close() error {
 	}
 	s.mu.Unlock()
 	if s.state != nil {
-		if err := s.state.close(); err != nil {
+		if err := s.state.Close(); err != nil {
 			s.note("lineage: save state: %v\n", err)
 		}
 	}
 	err := s.tracker.Close()
-	if s.lock != nil {
-		s.lock.Close()
-	}
+	s.lock.Release()
 	return err
 }
 

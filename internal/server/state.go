@@ -3,120 +3,18 @@ package server
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
-	"github.com/lineage-dev/lineage/internal/proc"
+	"github.com/lineage-dev/lineage/internal/server/store"
 	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
-// stateVersion is the version of the state file's layout.
-const stateVersion = 1
-
-// stateName is the state file's name in the state directory.
-const stateName = "state.json"
-
-// stateFile keeps the server's state in two files: a snapshot (stateName),
-// written to a temporary file and renamed over the last one, and beside it
-// a journal (journalName, journal.go), to which each save appends, in one
-// write(2), what changed since the last: the views of the sessions that
-// changed, the ids of those gone, the next session number. A save's work
-// is what changed: the server marks the sessions it changes (Server.touch),
-// and a save marshals those alone; the views last written are kept, as
-// bytes, for the next compaction. Both files are compact JSON (jq shows
-// them indented). The journal is compacted into a new snapshot when it
-// outgrows its bound, when the server starts and when it closes. Saves are
-// serialised by mu, in the order their changes were taken.
-//
-// Nothing is fsynced. The rename makes a snapshot atomic against the
-// daemon's own crash (a kill -9 leaves the page cache, so the old file or
-// the new one is read back, never a torn one), and an append that a crash
-// cuts short leaves a torn last line, which is ignored at restore: a save is
-// read back whole or not at all. What an fsync would add is a state that
-// outlives a crash of the kernel or the machine, and that state is useless:
-// the pinned maps live in bpffs, which is memory, and every process the
-// state names is gone with them. So the snapshot records the boot it was
-// written in, and a state from an earlier boot is set aside, snapshot and
-// journal, at restore (earlierBoot). Dropping the two fsyncs saved 6 to 12
-// ms on every registration; appending instead of renaming saves ext4's
-// writeback of the renamed file (its auto_da_alloc heuristic) and the
-// writing out of every session at every save.
-//
-// The files are read back only when they are the daemon's own (files.go).
-type stateFile struct {
-	dir  string
-	boot string // this boot's boot_id, "" when unknown
-	// mu serialises the saves; it is taken before Server.mu, never after.
-	mu   sync.Mutex
-	disk onDisk // guarded by mu
-}
-
-// stateOf is the snapshot's layout, its sessions as views (read back) or
-// as the bytes of their views (written).
-type stateOf[S any] struct {
-	Version int `json:"version"`
-	// Boot is the kernel's boot_id when the state was written.
-	Boot   string `json:"boot,omitempty"`
-	NextID int    `json:"next_id"`
-	// Seq is the last journal sequence the snapshot includes: records
-	// up to it are skipped at replay.
-	Seq uint64 `json:"seq,omitempty"`
-	// Sessions are as the API shows them, open ones only (a closing one
-	// says so: its close is finished at restore).
-	Sessions []S `json:"sessions"`
-}
-
-// savedState is the state as saved and restored.
-type savedState = stateOf[Session]
-
-// change is one save's changes: the views of the sessions that changed,
-// marshalled, the ids of those gone, and the next session number.
-type change struct {
-	views   map[string][]byte
-	removed []string
-	nextID  int
-}
-
-// openState checks the state directory, making it if need be. It takes no
-// lock: [Server.Open] takes the directory's (lockState).
-func openState(dir string) (*stateFile, error) {
-	if err := privateDir(dir, "state dir"); err != nil {
-		return nil, err
-	}
-	// Until the first save, the files hold no view of this server's.
-	return &stateFile{dir: dir, boot: bootID(), disk: onDisk{unwritten: true}}, nil
-}
-
-// bootIDFile names this boot of the kernel: it changes at every boot.
-const bootIDFile = "/proc/sys/kernel/random/boot_id"
-
-// bootID returns this boot's boot_id, or "" when it can't be read.
-func bootID() string {
-	b, err := os.ReadFile(bootIDFile)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
-}
-
-// earlierBoot says whether a state file was written before this boot:
-// its boot_id differs from this boot's, or, when either is unknown or the
-// file could not be parsed (parsed false: a write cut short by a power
-// loss), it was last written before the machine booted.
-func (f *stateFile) earlierBoot(st savedState, parsed bool, written, booted time.Time) bool {
-	if parsed && st.Boot != "" && f.boot != "" {
-		return st.Boot != f.boot
-	}
-	return written.Before(booted)
-}
+// The server's side of the store (package store keeps the files): what a
+// save takes from the sessions, the save loop, and the restore of what the
+// store reads back.
 
 // touch marks se as changed, for the next save. Call with Server.mu held.
 func (s *Server) touch(se *session) {
@@ -127,14 +25,21 @@ func (s *Server) touch(se *session) {
 
 // save writes what changed since the last save, if the server keeps a
 // state. Failures are noted, not returned: the API's answer stands, and
-// the next save writes a snapshot of everything.
+// the next save writes a snapshot of everything. The change is taken under
+// the store's lock, so that saves are written in the order they were taken.
 func (s *Server) save() {
-	f := s.state
-	if f == nil {
+	if s.state == nil {
 		return
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	if err := s.state.Save(s.takeChange); err != nil {
+		s.note("lineage: save state: %v\n", err)
+	}
+}
+
+// takeChange takes the sessions changed (or gone) since the last save,
+// clearing the registry's dirty set, with their members when the tracker
+// isn't pinned, and marshals their views.
+func (s *Server) takeChange() (store.Change, error) {
 	s.mu.Lock()
 	views := make([]Session, 0, len(s.dirty))
 	var removed []string
@@ -159,18 +64,15 @@ func (s *Server) save() {
 			saveMembers(views, s.tracker.MembersOf(roots))
 		}
 	}
-	c := change{views: make(map[string][]byte, len(views)), removed: removed, nextID: next}
+	c := store.Change{Views: make(map[string][]byte, len(views)), Removed: removed, NextID: next}
 	for _, v := range views {
 		data, err := json.Marshal(v)
 		if err != nil {
-			s.note("lineage: save state: %v\n", err)
-			return
+			return store.Change{}, err
 		}
-		c.views[v.ID] = data
+		c.Views[v.ID] = data
 	}
-	if err := f.save(c); err != nil {
-		s.note("lineage: save state: %v\n", err)
-	}
+	return c, nil
 }
 
 // saveMembers adds each root's live members to views, so that a restarted
@@ -236,20 +138,6 @@ func (s *Server) backgroundSave() {
 	}
 }
 
-// writeFile writes data to a new or truncated file at path, mode 0600,
-// never through a symbolic link.
-func writeFile(path string, data []byte) error {
-	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := out.Write(data); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
-
 // restore reads the state back (the snapshot, then the journal's records
 // after it): sessions and keeps as they were, roots taken back. A pinned
 // tracker that has a root registered still has its lineage exact, members
@@ -265,7 +153,7 @@ func (s *Server) restore() error {
 	if s.state == nil {
 		return nil
 	}
-	st, ok, err := s.state.load(s.note)
+	st, ok, err := s.state.Load(s.note)
 	if err != nil || !ok {
 		return err
 	}
@@ -302,70 +190,6 @@ func (s *Server) restore() error {
 		go s.closeSession(contextBackground(), se.id, se.uid)
 	}
 	return nil
-}
-
-// earlierBootSuffix is added to the names of a state set aside.
-const earlierBootSuffix = ".earlier-boot"
-
-// load reads the snapshot and replays the journal over it; ok is false
-// when there is no state, or an earlier boot's, set aside. Nothing is
-// changed on an error.
-func (f *stateFile) load(note func(string, ...any)) (st savedState, ok bool, err error) {
-	path := filepath.Join(f.dir, stateName)
-	data, err := readOwnFile(path)
-	snapshot := err == nil
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return st, false, fmt.Errorf("read state: %w", err)
-	}
-	var perr error
-	if snapshot {
-		perr = json.Unmarshal(data, &st)
-	}
-	if aside, err := f.setAside(st, snapshot, perr == nil, note); aside || err != nil {
-		return savedState{}, false, err
-	}
-	if perr != nil {
-		return st, false, fmt.Errorf("read state %s: %w (move it aside to start empty)", path, perr)
-	}
-	if snapshot && st.Version != stateVersion {
-		return st, false, fmt.Errorf("read state %s: version %d: want %d", path, st.Version, stateVersion)
-	}
-	jpath := filepath.Join(f.dir, journalName)
-	if _, err := os.Lstat(jpath); !snapshot && err == nil {
-		return st, false, fmt.Errorf("read state: %s has no %s beside it: remove it to start empty", jpath, stateName)
-	}
-	recs, last, err := readJournal(jpath, st.Seq, note)
-	if err != nil {
-		return st, false, err
-	}
-	replay(&st, recs)
-	f.mu.Lock()
-	f.disk.seq = last
-	f.mu.Unlock()
-	return st, snapshot, nil
-}
-
-// setAside renames the snapshot and the journal with earlierBootSuffix
-// when they are from an earlier boot: the snapshot's (st, parsed when it
-// reads), or the journal's when there is no snapshot.
-func (f *stateFile) setAside(st savedState, snapshot, parsed bool, note func(string, ...any)) (bool, error) {
-	name := stateName
-	if !snapshot {
-		name = journalName
-	}
-	info, err := os.Lstat(filepath.Join(f.dir, name))
-	if err != nil || !f.earlierBoot(st, parsed, info.ModTime(), time.Now().Add(-proc.BootTime())) {
-		return false, nil
-	}
-	note("lineage: the state in %s is from an earlier boot, whose processes and pins are gone: set aside as %s%s and %s%s\n",
-		f.dir, stateName, earlierBootSuffix, journalName, earlierBootSuffix)
-	for _, n := range []string{stateName, journalName} {
-		p := filepath.Join(f.dir, n)
-		if err := os.Rename(p, p+earlierBootSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return true, err
-		}
-	}
-	return true, nil
 }
 
 // restoreRoot takes id back as a root of se, as saved in r.

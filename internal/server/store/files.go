@@ -1,4 +1,4 @@
-package server
+package store
 
 import (
 	"errors"
@@ -21,9 +21,10 @@ import (
 // reason, and the daemon does not start: a file another user could write
 // could make the daemon register, keep or reap on that user's say.
 
-// privateDir makes dir (mode 0700) if it is missing, and checks that it is
+// PrivateDir makes dir (mode 0700) if it is missing, and checks that it is
 // the daemon's alone; what names the flag it comes from, for the message.
-func privateDir(dir, what string) error {
+// The server's record directory is held to the same rule.
+func PrivateDir(dir, what string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("%s %s: %w", what, dir, err)
 	}
@@ -84,9 +85,16 @@ func readOwnFile(path string) ([]byte, error) {
 // directory holds an exclusive flock(2) on it, and its pid is written in it.
 const lockName = "lock"
 
-// lockState takes the state directory's lock for this process, or says
-// which daemon holds it. The lock goes with the process, however it ends.
-func lockState(dir string) (*os.File, error) {
+// DirLock is a state directory's lock, held by this process.
+type DirLock struct{ f *os.File }
+
+// LockDir checks the state directory (PrivateDir) and takes its lock for
+// this process, or says which daemon holds it. The lock goes with the
+// process, however it ends, or with [DirLock.Release].
+func LockDir(dir string) (*DirLock, error) {
+	if err := PrivateDir(dir, "state dir"); err != nil {
+		return nil, err
+	}
 	path := filepath.Join(dir, lockName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
@@ -120,5 +128,13 @@ func lockState(dir string) (*os.File, error) {
 	// the flock, so a write that fails changes nothing.
 	_ = f.Truncate(0)
 	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	return f, nil
+	return &DirLock{f: f}, nil
+}
+
+// Release lets the directory go, for another daemon to take. A nil lock
+// (a server that keeps no state) releases nothing.
+func (l *DirLock) Release() {
+	if l != nil {
+		l.f.Close()
+	}
 }

@@ -1,4 +1,4 @@
-package server
+package store
 
 import (
 	"bytes"
@@ -12,28 +12,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
-// states drives a stateFile as a server would: a state that changes, saved
+// states drives a Store as a server would: a state that changes, saved
 // after each change with the next sequence.
 type states struct {
 	t   *testing.T
-	f   *stateFile
-	st  savedState
+	f   *Store
+	st  snapshot[api.Session]
 	seq uint64 // saves so far
 }
 
 func newStates(t *testing.T, dir string) *states {
 	t.Helper()
-	f, err := openState(dir)
+	f, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &states{t: t, f: f, st: savedState{Version: stateVersion, Boot: f.boot, Sessions: []Session{}}}
+	return &states{t: t, f: f, st: snapshot[api.Session]{Version: stateVersion, Boot: f.boot, Sessions: []api.Session{}}}
 }
 
-// save saves every session's view, as a change: the stateFile writes
+// save saves every session's view, as a change: the Store writes
 // what differs from what it wrote last.
 func (s *states) save() {
 	s.t.Helper()
@@ -44,21 +45,21 @@ func (s *states) save() {
 }
 
 // saveAll saves st whole: its sessions' views, and as removed those the
-// stateFile holds that st doesn't.
-func saveAll(f *stateFile, st savedState) error {
-	c := change{views: make(map[string][]byte), nextID: st.NextID}
+// Store holds that st doesn't.
+func saveAll(f *Store, st snapshot[api.Session]) error {
+	c := Change{Views: make(map[string][]byte), NextID: st.NextID}
 	for _, v := range st.Sessions {
 		data, err := json.Marshal(v)
 		if err != nil {
 			return err
 		}
-		c.views[v.ID] = data
+		c.Views[v.ID] = data
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for id := range f.disk.views {
-		if _, ok := c.views[id]; !ok {
-			c.removed = append(c.removed, id)
+		if _, ok := c.Views[id]; !ok {
+			c.Removed = append(c.Removed, id)
 		}
 	}
 	return f.save(c)
@@ -67,13 +68,13 @@ func saveAll(f *stateFile, st savedState) error {
 // open adds a session whose label is pad bytes long.
 func (s *states) open(id string, pad int) {
 	s.st.NextID++
-	s.st.Sessions = append(s.st.Sessions, Session{
+	s.st.Sessions = append(s.st.Sessions, api.Session{
 		ID: id, Kind: "autonomous", Label: strings.Repeat("x", pad), UID: 1000,
-		Opened: time.Unix(1700000000, 0).UTC(), Roots: []Root{}, Keeps: []Keep{},
+		Opened: time.Unix(1700000000, 0).UTC(), Roots: []api.Root{}, Keeps: []api.Keep{},
 	})
 }
 
-func (s *states) session(id string) *Session {
+func (s *states) session(id string) *api.Session {
 	for i := range s.st.Sessions {
 		if s.st.Sessions[i].ID == id {
 			return &s.st.Sessions[i]
@@ -84,13 +85,13 @@ func (s *states) session(id string) *Session {
 }
 
 func (s *states) close(id string) {
-	s.st.Sessions = slices.DeleteFunc(s.st.Sessions, func(se Session) bool { return se.ID == id })
+	s.st.Sessions = slices.DeleteFunc(s.st.Sessions, func(se api.Session) bool { return se.ID == id })
 }
 
 // loaded reads the state directory back as a restarting server would.
-func loaded(t *testing.T, dir string) (savedState, string) {
+func loaded(t *testing.T, dir string) (snapshot[api.Session], string) {
 	t.Helper()
-	f, err := openState(dir)
+	f, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,11 +105,11 @@ func loaded(t *testing.T, dir string) (savedState, string) {
 
 // sameSessions fails t unless got holds the sessions of want, in any order,
 // and its next id.
-func sameSessions(t *testing.T, got, want savedState) {
+func sameSessions(t *testing.T, got, want snapshot[api.Session]) {
 	t.Helper()
-	sorted := func(st savedState) string {
+	sorted := func(st snapshot[api.Session]) string {
 		ss := slices.Clone(st.Sessions)
-		slices.SortFunc(ss, func(a, b Session) int { return strings.Compare(a.ID, b.ID) })
+		slices.SortFunc(ss, func(a, b api.Session) int { return strings.Compare(a.ID, b.ID) })
 		data, _ := json.Marshal(ss)
 		return fmt.Sprintf("next %d %s", st.NextID, data)
 	}
@@ -117,13 +118,13 @@ func sameSessions(t *testing.T, got, want savedState) {
 	}
 }
 
-func readSnapshot(t *testing.T, dir string) savedState {
+func readSnapshot(t *testing.T, dir string) snapshot[api.Session] {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, stateName))
+	data, err := os.ReadFile(filepath.Join(dir, SnapshotName))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st savedState
+	var st snapshot[api.Session]
 	if err := json.Unmarshal(data, &st); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func readSnapshot(t *testing.T, dir string) savedState {
 
 func journalLines(t *testing.T, dir string) []string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, journalName))
+	data, err := os.ReadFile(filepath.Join(dir, JournalName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,10 +156,10 @@ func TestJournalRoundTrip(t *testing.T) {
 		case r < 7:
 			se := s.session(open[rnd.IntN(len(open))])
 			id := lineage.Identity{PID: uint32(1000 + i), StartTicks: uint64(i)}
-			se.Roots = append(se.Roots, Root{Root: id, Session: se.ID, Command: []string{"sh", "-c", "x"}, Added: time.Unix(int64(i), 0).UTC()})
+			se.Roots = append(se.Roots, api.Root{Root: id, Session: se.ID, Command: []string{"sh", "-c", "x"}, Added: time.Unix(int64(i), 0).UTC()})
 		case r < 8:
 			se := s.session(open[rnd.IntN(len(open))])
-			se.Keeps = append(se.Keeps, Keep{Rule: fmt.Sprintf("pid:%d@%d", i, i)})
+			se.Keeps = append(se.Keeps, api.Keep{Rule: fmt.Sprintf("pid:%d@%d", i, i)})
 		default:
 			k := rnd.IntN(len(open))
 			s.close(open[k])
@@ -174,7 +175,7 @@ func TestJournalRoundTrip(t *testing.T) {
 	if len(lines) < 2 {
 		t.Errorf("%d journal lines: the read back replays nothing", len(lines))
 	}
-	if info, err := os.Stat(filepath.Join(dir, journalName)); err != nil || info.Size() > max(journalFloor, journalRatio*int64(len(mustJSON(t, snap)))) {
+	if info, err := os.Stat(filepath.Join(dir, JournalName)); err != nil || info.Size() > max(journalFloor, journalRatio*int64(len(mustJSON(t, snap)))) {
 		t.Errorf("journal %v past its bound (%v)", info.Size(), err)
 	} else if info.Mode().Perm() != 0o600 {
 		t.Errorf("journal mode %v, want 0600", info.Mode().Perm())
@@ -212,7 +213,7 @@ func TestJournalAppendsChanges(t *testing.T) {
 	if len(lines) != 2 {
 		t.Fatalf("journal:\n%s\nwant 2 lines", strings.Join(lines, "\n"))
 	}
-	var first, second journalRecord[Session]
+	var first, second journalRecord[api.Session]
 	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil {
 		t.Fatal(err)
 	}
@@ -238,16 +239,16 @@ func TestJournalCompactsAtClose(t *testing.T) {
 	s.save()
 	s.open("b", 10)
 	s.save()
-	if err := s.f.close(); err != nil {
+	if err := s.f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, journalName)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, JournalName)); !os.IsNotExist(err) {
 		t.Errorf("journal after close: %v", err)
 	}
 	sameSessions(t, readSnapshot(t, dir), s.st)
 	s.open("c", 10)
 	s.save()
-	if _, err := os.Stat(filepath.Join(dir, journalName)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, JournalName)); !os.IsNotExist(err) {
 		t.Errorf("journal after a save after close: %v", err)
 	}
 	sameSessions(t, readSnapshot(t, dir), s.st)
@@ -264,7 +265,7 @@ func TestJournalBesideANewerSnapshot(t *testing.T) {
 	s.save()
 	s.close("a")
 	s.save()
-	old, err := os.ReadFile(filepath.Join(dir, journalName))
+	old, err := os.ReadFile(filepath.Join(dir, JournalName))
 	if err != nil || len(old) == 0 {
 		t.Fatalf("journal %q: %v", old, err)
 	}
@@ -272,15 +273,15 @@ func TestJournalBesideANewerSnapshot(t *testing.T) {
 	// record of b would bring it back.
 	s.close("b")
 	s.save()
-	if err := s.f.close(); err != nil {
+	if err := s.f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, journalName), old, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, JournalName), old, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := loaded(t, dir)
 	sameSessions(t, got, s.st)
-	f, _ := openState(dir)
+	f, _ := Open(dir)
 	if _, _, err := f.load(func(string, ...any) {}); err != nil || f.disk.seq != readSnapshot(t, dir).Seq {
 		t.Errorf("read back seq %d (%v), want the snapshot's %d", f.disk.seq, err, readSnapshot(t, dir).Seq)
 	}
@@ -299,7 +300,7 @@ func TestJournalTornLastLine(t *testing.T) {
 	want.Sessions = slices.Clone(want.Sessions)
 	s.open("c", 10)
 	s.save()
-	path := filepath.Join(dir, journalName)
+	path := filepath.Join(dir, JournalName)
 	data, _ := os.ReadFile(path)
 	cut := bytes.LastIndexByte(data[:len(data)-1], '\n') + 1 + 20
 	if err := os.WriteFile(path, data[:cut], 0o600); err != nil {
@@ -313,7 +314,7 @@ func TestJournalTornLastLine(t *testing.T) {
 }
 
 // A record that doesn't read before the end is an error naming the file
-// and the line; the server restores nothing and changes no file.
+// and the line; nothing is read back and no file changes.
 func TestJournalCorruptLine(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -331,21 +332,20 @@ func TestJournalCorruptLine(t *testing.T) {
 				s.open(fmt.Sprint(i), 10)
 				s.save()
 			}
-			path := filepath.Join(dir, journalName)
+			path := filepath.Join(dir, JournalName)
 			lines := c.edit(journalLines(t, dir))
 			if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			before := dirContents(t, dir)
-			f, _ := openState(dir)
+			f, _ := Open(dir)
 			var log bytes.Buffer
-			srv := &Server{state: f, log: &log, sessions: map[string]*session{}}
-			err := srv.restore()
+			st, ok, err := f.Load(func(format string, args ...any) { fmt.Fprintf(&log, format, args...) })
 			if err == nil || !strings.Contains(err.Error(), path+" "+c.want) {
-				t.Errorf("restore: %v, want an error naming %s %s", err, path, c.want)
+				t.Errorf("load: %v, want an error naming %s %s", err, path, c.want)
 			}
-			if len(srv.sessions) != 0 || srv.nextID != 0 {
-				t.Errorf("restored %d sessions, next id %d, from a corrupt journal", len(srv.sessions), srv.nextID)
+			if ok {
+				t.Errorf("load: ok, %d sessions, next id %d, from a corrupt journal", len(st.Sessions), st.NextID)
 			}
 			if after := dirContents(t, dir); after != before {
 				t.Errorf("the state directory changed:\n%s\nwas\n%s", after, before)
@@ -377,11 +377,52 @@ func TestJournalWithoutSnapshot(t *testing.T) {
 	s.save()
 	s.open("b", 10)
 	s.save()
-	if err := os.Remove(filepath.Join(dir, stateName)); err != nil {
+	if err := os.Remove(filepath.Join(dir, SnapshotName)); err != nil {
 		t.Fatal(err)
 	}
-	f, _ := openState(dir)
-	if _, _, err := f.load(func(string, ...any) {}); err == nil || !strings.Contains(err.Error(), "has no "+stateName) {
+	f, _ := Open(dir)
+	if _, _, err := f.load(func(string, ...any) {}); err == nil || !strings.Contains(err.Error(), "has no "+SnapshotName) {
 		t.Errorf("load: %v, want an error about the missing snapshot", err)
+	}
+}
+
+// A save writes what changed, however many sessions the state holds: one
+// changed session of a thousand is one session in the journal's record,
+// and a save that changes nothing writes nothing.
+func TestSaveWritesWhatChanged(t *testing.T) {
+	dir := t.TempDir()
+	f, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := Change{Views: make(map[string][]byte), NextID: 1000}
+	for i := range 1000 {
+		id := fmt.Sprintf("s%d", i)
+		all.Views[id] = []byte(fmt.Sprintf(`{"id":%q,"kind":"autonomous","uid":1000,"opened":"2026-01-01T00:00:00Z","roots":[],"keeps":[]}`, id))
+	}
+	save := func(c Change) {
+		t.Helper()
+		if err := f.Save(func() (Change, error) { return c, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	save(all) // a snapshot
+	save(Change{Views: map[string][]byte{"s7": []byte(`{"id":"s7","kind":"autonomous","label":"x","uid":1000,"opened":"2026-01-01T00:00:00Z","roots":[],"keeps":[]}`)}, NextID: 1000})
+	save(Change{NextID: 1000})
+	save(Change{Removed: []string{"s9"}, NextID: 1000})
+	lines := journalLines(t, dir)
+	if len(lines) != 2 {
+		t.Fatalf("journal:\n%s\nwant 2 lines", strings.Join(lines, "\n"))
+	}
+	var rec journalRecord[api.Session]
+	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil || len(rec.Sessions) != 1 || rec.Sessions[0].Label != "x" {
+		t.Errorf("record %s (%v): want s7 alone", lines[0], err)
+	}
+	got, _ := loaded(t, dir)
+	if len(got.Sessions) != 999 {
+		t.Errorf("%d sessions read back, want 999", len(got.Sessions))
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("%d files in the state dir, want 2 (the snapshot, the journal)", len(entries))
 	}
 }

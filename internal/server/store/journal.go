@@ -1,4 +1,4 @@
-package server
+package store
 
 import (
 	"bytes"
@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"slices"
 	"syscall"
+
+	"github.com/lineage-dev/lineage/api"
 )
 
-// journalName is the journal's name in the state directory, beside the
+// JournalName is the journal's name in the state directory, beside the
 // snapshot: one record a line (NDJSON), one record a save.
-const journalName = "state.journal"
+const JournalName = "state.journal"
 
 // The journal is compacted into a snapshot once an append would take it
 // past journalRatio times the last snapshot, and never below journalFloor.
@@ -64,7 +66,7 @@ type onDisk struct {
 // journal past its bound. The views are updated first, so that a write
 // that fails leaves them as the next snapshot must write them. Call with
 // f.mu held.
-func (f *stateFile) save(c change) error {
+func (f *Store) save(c Change) error {
 	d := &f.disk
 	rec, changed := d.apply(c)
 	if !changed && !d.unwritten {
@@ -92,7 +94,7 @@ func (f *stateFile) save(c change) error {
 		d.journal.Close()
 		d.journal = nil
 		d.unwritten = true
-		return fmt.Errorf("append to %s: %w", journalName, err)
+		return fmt.Errorf("append to %s: %w", JournalName, err)
 	}
 	d.seq = rec.Seq
 	return nil
@@ -100,26 +102,26 @@ func (f *stateFile) save(c change) error {
 
 // apply takes c into the views and returns the record of what it changes,
 // its sessions in id order; changed is false when it changes nothing.
-func (d *onDisk) apply(c change) (rec journalRecord[json.RawMessage], changed bool) {
+func (d *onDisk) apply(c Change) (rec journalRecord[json.RawMessage], changed bool) {
 	if d.views == nil {
-		d.views = make(map[string][]byte, len(c.views))
+		d.views = make(map[string][]byte, len(c.Views))
 	}
-	for _, id := range slices.Sorted(maps.Keys(c.views)) {
-		if old, ok := d.views[id]; !ok || !bytes.Equal(old, c.views[id]) {
-			rec.Sessions = append(rec.Sessions, c.views[id])
-			d.views[id] = c.views[id]
+	for _, id := range slices.Sorted(maps.Keys(c.Views)) {
+		if old, ok := d.views[id]; !ok || !bytes.Equal(old, c.Views[id]) {
+			rec.Sessions = append(rec.Sessions, c.Views[id])
+			d.views[id] = c.Views[id]
 		}
 	}
-	slices.Sort(c.removed)
-	for _, id := range c.removed {
+	slices.Sort(c.Removed)
+	for _, id := range c.Removed {
 		if _, ok := d.views[id]; ok {
 			rec.Removed = append(rec.Removed, id)
 			delete(d.views, id)
 		}
 	}
-	if c.nextID != d.nextID {
-		rec.NextID = &c.nextID
-		d.nextID = c.nextID
+	if c.NextID != d.nextID {
+		rec.NextID = &c.NextID
+		d.nextID = c.NextID
 	}
 	return rec, len(rec.Sessions) > 0 || len(rec.Removed) > 0 || rec.NextID != nil
 }
@@ -128,9 +130,9 @@ func (d *onDisk) apply(c change) (rec journalRecord[json.RawMessage], changed bo
 // journal. The old journal's records are all in the snapshot: a crash
 // between the rename and the journal's removal leaves them beside a
 // snapshot whose seq skips them. Call with f.mu held.
-func (f *stateFile) compact() error {
+func (f *Store) compact() error {
 	d := &f.disk
-	st := stateOf[json.RawMessage]{Version: stateVersion, Boot: f.boot, NextID: d.nextID, Seq: d.seq + 1, Sessions: []json.RawMessage{}}
+	st := snapshot[json.RawMessage]{Version: stateVersion, Boot: f.boot, NextID: d.nextID, Seq: d.seq + 1, Sessions: []json.RawMessage{}}
 	for _, id := range slices.Sorted(maps.Keys(d.views)) {
 		st.Sessions = append(st.Sessions, d.views[id])
 	}
@@ -140,12 +142,12 @@ func (f *stateFile) compact() error {
 		return err
 	}
 	// One temporary name will do: writes are serialised by mu.
-	tmp := filepath.Join(f.dir, stateName+".tmp")
+	tmp := filepath.Join(f.dir, SnapshotName+".tmp")
 	if err := writeFile(tmp, append(data, '\n')); err != nil {
 		os.Remove(tmp)
 		return err
 	}
-	if err := os.Rename(tmp, filepath.Join(f.dir, stateName)); err != nil {
+	if err := os.Rename(tmp, filepath.Join(f.dir, SnapshotName)); err != nil {
 		os.Remove(tmp)
 		return err
 	}
@@ -156,13 +158,13 @@ func (f *stateFile) compact() error {
 // resetJournal closes and removes the journal and, unless the state is
 // closed, creates an empty one, mode 0600, never through a symbolic link.
 // Call with f.mu held.
-func (f *stateFile) resetJournal() error {
+func (f *Store) resetJournal() error {
 	d := &f.disk
 	if d.journal != nil {
 		d.journal.Close()
 		d.journal = nil
 	}
-	path := filepath.Join(f.dir, journalName)
+	path := filepath.Join(f.dir, JournalName)
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("reset journal: %w", err)
 	}
@@ -177,11 +179,11 @@ func (f *stateFile) resetJournal() error {
 	return nil
 }
 
-// close compacts the journal into a snapshot and closes it, so that a
+// Close compacts the journal into a snapshot and closes it, so that a
 // daemon stopped cleanly leaves one snapshot; a write after close writes a
 // snapshot alone. With no journal open and nothing unwritten (nothing
 // written yet), the files stay as they are: they hold the last save.
-func (f *stateFile) close() error {
+func (f *Store) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.disk.closed = true
@@ -197,7 +199,7 @@ func (f *stateFile) close() error {
 // a crash cut short) is left out, with a note; any other line that doesn't
 // read, or a sequence that doesn't follow, is an error naming the file and
 // the line.
-func readJournal(path string, seq uint64, note func(string, ...any)) ([]journalRecord[Session], uint64, error) {
+func readJournal(path string, seq uint64, note func(string, ...any)) ([]journalRecord[api.Session], uint64, error) {
 	data, err := readOwnFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, seq, nil
@@ -205,7 +207,7 @@ func readJournal(path string, seq uint64, note func(string, ...any)) ([]journalR
 	if err != nil {
 		return nil, 0, fmt.Errorf("read journal: %w", err)
 	}
-	var recs []journalRecord[Session]
+	var recs []journalRecord[api.Session]
 	var prev uint64
 	for n := 1; len(data) > 0; n++ {
 		line, rest, complete := bytes.Cut(data, []byte{'\n'})
@@ -214,7 +216,7 @@ func readJournal(path string, seq uint64, note func(string, ...any)) ([]journalR
 			note("lineage: %s: line %d is torn (a write cut short by a crash): ignored\n", path, n)
 			break
 		}
-		var rec journalRecord[Session]
+		var rec journalRecord[api.Session]
 		if err := json.Unmarshal(line, &rec); err != nil {
 			return nil, 0, fmt.Errorf("read journal: %s line %d: %w", path, n, err)
 		}
@@ -238,8 +240,8 @@ func readJournal(path string, seq uint64, note func(string, ...any)) ([]journalR
 
 // replay applies recs to st in order: a session's last view wins, a
 // removal drops it. Sessions come out in id order.
-func replay(st *savedState, recs []journalRecord[Session]) {
-	byID := make(map[string]Session, len(st.Sessions))
+func replay(st *snapshot[api.Session], recs []journalRecord[api.Session]) {
+	byID := make(map[string]api.Session, len(st.Sessions))
 	for _, se := range st.Sessions {
 		byID[se.ID] = se
 	}
@@ -254,7 +256,7 @@ func replay(st *savedState, recs []journalRecord[Session]) {
 			st.NextID = *rec.NextID
 		}
 	}
-	st.Sessions = make([]Session, 0, len(byID))
+	st.Sessions = make([]api.Session, 0, len(byID))
 	for _, id := range slices.Sorted(maps.Keys(byID)) {
 		st.Sessions = append(st.Sessions, byID[id])
 	}
