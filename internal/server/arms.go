@@ -298,13 +298,13 @@ func (s *Server) claimArmed(se *session) {
 	// A root another session has (it registered itself there: see
 	// rebindArmed) is not claimed back.
 	taken := map[lineage.Identity]bool{}
-	s.mu.Lock()
-	for _, other := range s.sessions {
+	s.reg.mu.Lock()
+	for _, other := range s.reg.sessions {
 		for id := range other.roots {
 			taken[id] = true
 		}
 	}
-	s.mu.Unlock()
+	s.reg.mu.Unlock()
 	synced := false
 	for id, c := range armed {
 		if c != cookie || taken[id] {
@@ -316,9 +316,9 @@ func (s *Server) claimArmed(se *session) {
 			defer s.syncEvents()
 			synced = true
 		}
-		s.mu.Lock()
+		s.reg.mu.Lock()
 		_, have := se.roots[id]
-		s.mu.Unlock()
+		s.reg.mu.Unlock()
 		if have {
 			continue
 		}
@@ -328,11 +328,11 @@ func (s *Server) claimArmed(se *session) {
 			continue
 		}
 		rt := &root{job: j, added: time.Now(), command: j.Report().Command}
-		s.mu.Lock()
+		s.reg.mu.Lock()
 		se.roots[id] = rt
 		s.touch(se)
-		s.mu.Unlock()
-		s.rootSession.Store(id, se.id)
+		s.reg.mu.Unlock()
+		s.reg.rootSession.Store(id, se.id)
 	}
 }
 
@@ -356,7 +356,7 @@ func (s *Server) armedFork(ev lineage.Event) {
 		return
 	}
 	if se := s.arms.sessionOf(armed[ev.Process]); se != nil {
-		s.rootSession.Store(ev.Process, se.id)
+		s.reg.rootSession.Store(ev.Process, se.id)
 	}
 }
 
@@ -382,11 +382,11 @@ func (s *Server) rebindArmed(se *session, id lineage.Identity, label string, com
 			// Another uid's session is not named.
 			return Root{}, forbidden("process %s is a root of a session caller uid %d may not use: it may not move it", id, p.UID)
 		}
-		s.mu.Lock()
+		s.reg.mu.Lock()
 		if rt, had := from.roots[id]; had {
 			j = rt.job
 		}
-		s.mu.Unlock()
+		s.reg.mu.Unlock()
 	}
 	if j == nil {
 		if j, err = s.tracker.Resume(id, tracker.RegisterOptions{Command: command}); err != nil {
@@ -401,10 +401,10 @@ func (s *Server) rebindArmed(se *session, id lineage.Identity, label string, com
 	}
 	if from != nil && from != se {
 		from.op.Lock()
-		s.mu.Lock()
+		s.reg.mu.Lock()
 		delete(from.roots, id)
 		s.touch(from)
-		s.mu.Unlock()
+		s.reg.mu.Unlock()
 		from.op.Unlock()
 	}
 	return v, nil
@@ -418,13 +418,13 @@ func (s *Server) addClaimed(se *session, id lineage.Identity, j *tracker.Job, la
 	if command == nil {
 		rt.command = j.Report().Command
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.reg.mu.Lock()
+	defer s.reg.mu.Unlock()
 	if se.closing || se.closed {
 		return Root{}, conflict("session %q is closing", se.id)
 	}
 	se.roots[id] = rt
 	s.touch(se)
-	s.rootSession.Store(id, se.id)
+	s.reg.rootSession.Store(id, se.id)
 	return rt.view(id, se.id), nil
 }

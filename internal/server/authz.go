@@ -28,17 +28,17 @@ func (s *Server) trackedSession(p Peer) (string, error) {
 // session: its cost grows with the roots, not with the sessions open.
 func (s *Server) trackedSessionOf(id lineage.Identity) (string, error) {
 	session := map[lineage.Identity]string{}
-	s.rootSession.Range(func(k, v any) bool {
+	s.reg.rootSession.Range(func(k, v any) bool {
 		session[k.(lineage.Identity)] = v.(string)
 		return true
 	})
-	s.mu.Lock()
+	s.reg.mu.Lock()
 	for rid, sid := range session {
-		if se := s.sessions[sid]; se == nil || se.roots[rid] == nil {
+		if se := s.reg.sessions[sid]; se == nil || se.roots[rid] == nil {
 			delete(session, rid) // forgotten, its late events still indexed
 		}
 	}
-	s.mu.Unlock()
+	s.reg.mu.Unlock()
 	if sid, ok := session[id]; ok {
 		return sid, nil
 	}
@@ -73,9 +73,9 @@ func (s *Server) mayChange(p Peer, what string) error {
 // inSession names session sid to p, when p may see it: to another uid, a
 // session of root's that tracks its process is not named.
 func (s *Server) inSession(sid string, p Peer) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if se := s.sessions[sid]; se != nil && se.visible(p) {
+	s.reg.mu.Lock()
+	defer s.reg.mu.Unlock()
+	if se := s.reg.sessions[sid]; se != nil && se.visible(p) {
 		return fmt.Sprintf(" in session %q", sid)
 	}
 	return ""

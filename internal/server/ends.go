@@ -32,9 +32,9 @@ func (s *Server) closeSessionHandler(r *http.Request, p Peer) (int, any, error) 
 }
 
 func (s *Server) reportSession(r *http.Request, p Peer) (int, any, error) {
-	s.mu.Lock()
+	s.reg.mu.Lock()
 	se, err := s.lookup(r.PathValue("id"), p)
-	s.mu.Unlock()
+	s.reg.mu.Unlock()
 	if err != nil {
 		return 0, nil, err
 	}
@@ -59,9 +59,9 @@ func (s *Server) reportSession(r *http.Request, p Peer) (int, any, error) {
 // changeable returns session id for a caller that may change it; a
 // closing session is refused.
 func (s *Server) changeable(id string, p Peer, what string) (*session, error) {
-	s.mu.Lock()
+	s.reg.mu.Lock()
 	se, err := s.lookupOpen(id, p)
-	s.mu.Unlock()
+	s.reg.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}
@@ -78,8 +78,8 @@ type rootEntry struct {
 
 // rootsOf is a sorted snapshot of se's roots.
 func (s *Server) rootsOf(se *session) []rootEntry {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.reg.mu.Lock()
+	defer s.reg.mu.Unlock()
 	out := make([]rootEntry, 0, len(se.roots))
 	for id, rt := range se.roots {
 		out = append(out, rootEntry{id, rt})
@@ -109,9 +109,9 @@ func (s *Server) endSparing(ctx context.Context, se *session, ev policy.Event, u
 	defer se.op.Unlock()
 	s.claimArmed(se)
 	out := Ended{Session: se.id, Event: ev.String(), Kind: se.kind.String(), Reaping: s.opts.Reaping.String(), Roots: []RootEnd{}}
-	s.mu.Lock()
+	s.reg.mu.Lock()
 	keeps := append(se.keepRules(), spare...)
-	s.mu.Unlock()
+	s.reg.mu.Unlock()
 	opts := tracker.SettleOptions{
 		Input:  policy.Input{Kind: se.kind, Event: ev, Reaping: s.opts.Reaping},
 		Keep:   keeps,
@@ -159,10 +159,10 @@ func (s *Server) empty(rt *root) bool {
 
 // forget untracks one root of se.
 func (s *Server) forget(se *session, e rootEntry) {
-	s.mu.Lock()
+	s.reg.mu.Lock()
 	delete(se.roots, e.id)
 	s.touch(se)
-	s.mu.Unlock()
+	s.reg.mu.Unlock()
 	s.unindex(e.id)
 	if err := e.rt.job.Close(); err != nil {
 		s.note("lineage: untrack %s: %v\n", e.id, err)
@@ -182,15 +182,15 @@ func (s *Server) closeSession(ctx context.Context, id string, uid uint32) Ended 
 // child: a daemon restarted after a crash finishes it (restore), and a
 // child can't be left behind.
 func (s *Server) closeSparing(ctx context.Context, id string, uid uint32, spare policy.KeepRules) Ended {
-	s.mu.Lock()
-	se := s.sessions[id]
+	s.reg.mu.Lock()
+	se := s.reg.sessions[id]
 	var kids []string
 	if se != nil {
 		se.closing = true
 		s.touch(se)
 		kids = s.children(id)
 	}
-	s.mu.Unlock()
+	s.reg.mu.Unlock()
 	if se == nil {
 		return Ended{Session: id, Event: policy.SessionClose.String(), Roots: []RootEnd{}}
 	}
@@ -204,9 +204,9 @@ func (s *Server) closeSparing(ctx context.Context, id string, uid uint32, spare 
 	s.disarmSession(se)
 	out := s.endSparing(ctx, se, policy.SessionClose, uid, spare)
 	out.Children = done
-	s.mu.Lock()
+	s.reg.mu.Lock()
 	s.removeSession(se)
-	s.mu.Unlock()
+	s.reg.mu.Unlock()
 	s.endStreams(ctx, se)
 	s.forgetCookie(se)
 	s.save()

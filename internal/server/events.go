@@ -183,9 +183,9 @@ func (s *Server) events(r *http.Request, p Peer) (int, any, error) {
 	want := r.URL.Query().Get("session")
 	var follows *session
 	if want != "" {
-		s.mu.Lock()
+		s.reg.mu.Lock()
 		se, err := s.lookup(want, p)
-		s.mu.Unlock()
+		s.reg.mu.Unlock()
 		if err != nil {
 			return 0, nil, err
 		}
@@ -250,5 +250,5 @@ const eventsAfterForget = 10 * time.Second
 // unindex stops sending root's events to its session's streams, once its
 // late events are through.
 func (s *Server) unindex(root lineage.Identity) {
-	time.AfterFunc(eventsAfterForget, func() { s.rootSession.Delete(root) })
+	time.AfterFunc(eventsAfterForget, func() { s.reg.rootSession.Delete(root) })
 }

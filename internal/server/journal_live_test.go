@@ -171,9 +171,9 @@ func withoutMembers(st store.State) store.State {
 
 // nextIDNow is the server's next session number.
 func (s *Server) nextIDNow() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.nextID
+	s.reg.mu.Lock()
+	defer s.reg.mu.Unlock()
+	return s.reg.nextID
 }
 
 // A request's save writes the session it changed, whatever else is open:

@@ -34,9 +34,9 @@ func (s *Server) addKeep(r *http.Request, p Peer) (int, any, error) {
 	if ttl > 0 {
 		k.expires = time.Now().Add(ttl)
 	}
-	s.mu.Lock()
+	s.reg.mu.Lock()
 	k, err = s.addKeepTo(se, k)
-	s.mu.Unlock()
+	s.reg.mu.Unlock()
 	if err != nil {
 		return 0, nil, err
 	}
@@ -51,7 +51,7 @@ func (s *Server) addKeep(r *http.Request, p Peer) (int, any, error) {
 // addKeepTo adds k to se's keeps, within its uid's quota, and returns the
 // keep that holds: a rule se holds live already is not added again, but
 // lives on until the later of the two expiries (none is the latest). Call
-// with Server.mu held.
+// with reg.mu held.
 func (s *Server) addKeepTo(se *session, k keep) (keep, error) {
 	if se.closed {
 		return keep{}, notFound("no session %q", se.id)
@@ -83,23 +83,20 @@ func (s *Server) addKeepTo(se *session, k keep) (keep, error) {
 // stream. A server that closed first does nothing.
 func (s *Server) expireLater(se *session, id lineage.Identity, k keep) {
 	time.AfterFunc(time.Until(k.expires), func() {
-		s.bgMu.RLock()
-		defer s.bgMu.RUnlock()
-		if s.bgClosed {
-			return
-		}
-		s.mu.Lock()
-		gone := s.dropKeeps(se, func(x keep) bool { return x == k }) > 0 && !se.closed
-		s.mu.Unlock()
-		if gone {
-			s.hub.kept(se.id, lineage.Member{Identity: id}, "keep expired "+k.rule.String())
-			s.save()
-		}
+		s.life.inBackground(func() {
+			s.reg.mu.Lock()
+			gone := s.dropKeeps(se, func(x keep) bool { return x == k }) > 0 && !se.closed
+			s.reg.mu.Unlock()
+			if gone {
+				s.hub.kept(se.id, lineage.Member{Identity: id}, "keep expired "+k.rule.String())
+				s.save()
+			}
+		})
 	})
 }
 
 // dropKeeps removes se's keeps that match drop, counts them as closed and
-// says how many there were. Call with Server.mu held.
+// says how many there were. Call with reg.mu held.
 func (s *Server) dropKeeps(se *session, drop func(keep) bool) int {
 	n := len(se.keeps)
 	se.keeps = slices.DeleteFunc(se.keeps, drop)
@@ -137,10 +134,10 @@ func (s *Server) sessionOfMember(id lineage.Identity, p Peer) (*session, lineage
 
 // visibleSessions is a snapshot of the open sessions p may see.
 func (s *Server) visibleSessions(p Peer) []*session {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.reg.mu.Lock()
+	defer s.reg.mu.Unlock()
 	var out []*session
-	for _, se := range s.sessions {
+	for _, se := range s.reg.sessions {
 		if se.visible(p) {
 			out = append(out, se)
 		}
@@ -161,9 +158,9 @@ func (s *Server) removeKeep(r *http.Request, p Peer) (int, any, error) {
 	if err := s.mayChange(p, "remove a keep"); err != nil {
 		return 0, nil, err
 	}
-	s.mu.Lock()
+	s.reg.mu.Lock()
 	se, k, err := s.takeKeep(rule, p)
-	s.mu.Unlock()
+	s.reg.mu.Unlock()
 	if err != nil {
 		return 0, nil, err
 	}
@@ -178,11 +175,11 @@ func (s *Server) removeKeep(r *http.Request, p Peer) (int, any, error) {
 // that holds it live, and returns the session and a keep removed. Rules
 // compare by their text: an exe rule the session resolved is the rule as
 // it was asked for. Another uid's keep is, to a caller other than root, as
-// one that doesn't exist. Call with Server.mu held.
+// one that doesn't exist. Call with reg.mu held.
 func (s *Server) takeKeep(rule policy.Keep, p Peer) (*session, keep, error) {
 	now := time.Now()
 	text := rule.String()
-	for _, se := range s.sessions {
+	for _, se := range s.reg.sessions {
 		if !se.visible(p) {
 			continue
 		}

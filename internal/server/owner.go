@@ -16,7 +16,7 @@ func contextBackground() context.Context { return context.Background() }
 // uid that opened it, when its owner process exits. The owner is pinned by
 // a pidfd whose start time is checked after opening, so a reused pid can't
 // stand in for it; the wait runs on Go's poller. It fails when the owner is
-// already gone. Call with Server.mu held.
+// already gone. Call with reg.mu held.
 func (s *Server) watchOwner(se *session) error {
 	id := *se.owner
 	fd, err := unix.PidfdOpen(int(id.PID), unix.PIDFD_NONBLOCK)

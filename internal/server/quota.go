@@ -97,7 +97,7 @@ func (q Quotas) max(l limit) int {
 }
 
 // usage counts, per uid, what each holds open. Safe for concurrent use;
-// its lock is taken after Server.mu, never before.
+// its lock is taken after reg.mu, never before.
 type usage struct {
 	q       Quotas
 	refused func(limit) // counts a refusal (lineage_refused_total)

@@ -114,8 +114,9 @@ type sessionRecord struct {
 	roots map[lineage.Identity]bool
 }
 
-// startRecords opens the record directory and starts writing records.
-func (s *Server) startRecords() error {
+// openRecords opens the record directory and starts writing records, if
+// Options.Record names one.
+func (s *Server) openRecords() error {
 	o := s.opts.Record
 	if o.Dir == "" {
 		return nil
@@ -355,9 +356,9 @@ func (r *records) wait() {
 
 // sessionUID is the uid of session id, and whether it is open.
 func (s *Server) sessionUID(id string) (uint32, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if se, ok := s.sessions[id]; ok {
+	s.reg.mu.Lock()
+	defer s.reg.mu.Unlock()
+	if se, ok := s.reg.sessions[id]; ok {
 		return se.uid, true
 	}
 	return 0, false

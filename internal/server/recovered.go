@@ -32,7 +32,7 @@ func (s *Server) adoptUnlisted() {
 	}
 	var unlisted []lineage.Identity
 	for _, id := range pinned {
-		if _, listed := s.rootSession.Load(id); !listed {
+		if _, listed := s.reg.rootSession.Load(id); !listed {
 			unlisted = append(unlisted, id)
 		}
 	}
@@ -52,26 +52,26 @@ func (s *Server) adoptUnlisted() {
 			continue
 		}
 		se.roots[id] = &root{job: j, label: "recovered", added: se.opened}
-		s.rootSession.Store(id, se.id)
+		s.reg.rootSession.Store(id, se.id)
 	}
 	if len(se.roots) == 0 {
 		return
 	}
-	s.mu.Lock()
-	s.sessions[se.id] = se
+	s.reg.mu.Lock()
+	s.reg.sessions[se.id] = se
 	s.touch(se)
 	s.forceSession(se)
-	s.mu.Unlock()
+	s.reg.mu.Unlock()
 	s.note("lineage: %d roots in the pinned tracker were in no saved session: they are in session %s (lineage session close %s reaps them)\n", len(se.roots), se.id, se.id)
 	s.save()
 }
 
 // recoveredID is an id for the recovered session that no session has.
 func (s *Server) recoveredID() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.reg.mu.Lock()
+	defer s.reg.mu.Unlock()
 	id := recoveredID
-	for n := 2; s.sessions[id] != nil; n++ {
+	for n := 2; s.reg.sessions[id] != nil; n++ {
 		id = recoveredID + "-" + strconv.Itoa(n)
 	}
 	return id

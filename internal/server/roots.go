@@ -67,9 +67,9 @@ func (s *Server) sessionForRoot(req AddRoot, p Peer) (*session, bool, error) {
 	if req.Keep, err = s.resolveKeeps(req.Keep); err != nil {
 		return nil, false, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if se, ok := s.sessions[req.Session]; ok {
+	s.reg.mu.Lock()
+	defer s.reg.mu.Unlock()
+	if se, ok := s.reg.sessions[req.Session]; ok {
 		switch {
 		case se.uid != p.UID && !p.Root():
 			return nil, false, taken(req.Session)
@@ -96,20 +96,20 @@ func (s *Server) sessionForRoot(req AddRoot, p Peer) (*session, bool, error) {
 func (s *Server) register(se *session, id lineage.Identity, label string, command []string) (Root, error) {
 	se.op.Lock()
 	defer se.op.Unlock()
-	s.mu.Lock()
+	s.reg.mu.Lock()
 	closing := se.closing || se.closed
-	s.mu.Unlock()
+	s.reg.mu.Unlock()
 	if closing {
 		return Root{}, conflict("session %q is closing", se.id)
 	}
 	// Indexed first (unless another session's root still is), so that
 	// the session's streams and record get the lineage's events from its
 	// first fork.
-	_, had := s.rootSession.LoadOrStore(id, se.id)
+	_, had := s.reg.rootSession.LoadOrStore(id, se.id)
 	j, err := s.tracker.Register(id, tracker.RegisterOptions{Command: command})
 	if err != nil {
 		if !had {
-			s.rootSession.Delete(id)
+			s.reg.rootSession.Delete(id)
 		}
 		return Root{}, fmt.Errorf("register: %w", err)
 	}
@@ -117,20 +117,20 @@ func (s *Server) register(se *session, id lineage.Identity, label string, comman
 	if command == nil {
 		rt.command = j.Report().Command // as the job read it from /proc
 	}
-	s.mu.Lock()
+	s.reg.mu.Lock()
 	se.roots[id] = rt
 	s.touch(se)
-	s.rootSession.Store(id, se.id)
+	s.reg.rootSession.Store(id, se.id)
 	v := rt.view(id, se.id)
-	s.mu.Unlock()
+	s.reg.mu.Unlock()
 	return v, nil
 }
 
 // dropIfEmpty removes a session that was opened for a root that then
 // could not be registered.
 func (s *Server) dropIfEmpty(se *session) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.reg.mu.Lock()
+	defer s.reg.mu.Unlock()
 	if len(se.roots) == 0 && len(s.children(se.id)) == 0 && !se.closed {
 		s.removeSession(se)
 		s.hub.endSession(se)
@@ -139,15 +139,15 @@ func (s *Server) dropIfEmpty(se *session) {
 
 func (s *Server) listRoots(r *http.Request, p Peer) (int, any, error) {
 	want := r.URL.Query().Get("session")
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.reg.mu.Lock()
+	defer s.reg.mu.Unlock()
 	if want != "" {
 		if _, err := s.lookup(want, p); err != nil {
 			return 0, nil, err
 		}
 	}
 	out := []Root{}
-	for sid, se := range s.sessions {
+	for sid, se := range s.reg.sessions {
 		if !se.visible(p) || (want != "" && sid != want) {
 			continue
 		}
@@ -162,10 +162,10 @@ func (s *Server) listRoots(r *http.Request, p Peer) (int, any, error) {
 // findRoot returns the root id and its session, for p: another uid's root
 // is, to a caller other than root, as one that doesn't exist.
 func (s *Server) findRoot(id lineage.Identity, p Peer) (*session, *root, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sid, ok := s.rootSession.Load(id); ok {
-		if se := s.sessions[sid.(string)]; se != nil && se.visible(p) {
+	s.reg.mu.Lock()
+	defer s.reg.mu.Unlock()
+	if sid, ok := s.reg.rootSession.Load(id); ok {
+		if se := s.reg.sessions[sid.(string)]; se != nil && se.visible(p) {
 			if rt, ok := se.roots[id]; ok {
 				return se, rt, nil
 			}
@@ -187,9 +187,9 @@ func (s *Server) getRoot(r *http.Request, p Peer) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	s.mu.Lock()
+	s.reg.mu.Lock()
 	v := rt.view(id, se.id)
-	s.mu.Unlock()
+	s.reg.mu.Unlock()
 	v.Members = []Member{}
 	for _, l := range live {
 		v.Members = append(v.Members, Member{Process: l.Identity, Parent: l.Parent, Comm: l.Comm, Argv: l.Argv, Age: l.Age})
@@ -211,11 +211,11 @@ func (s *Server) removeRoot(r *http.Request, p Peer) (int, any, error) {
 	}
 	se.op.Lock()
 	defer se.op.Unlock()
-	s.mu.Lock()
+	s.reg.mu.Lock()
 	_, still := se.roots[id]
 	delete(se.roots, id)
 	s.touch(se)
-	s.mu.Unlock()
+	s.reg.mu.Unlock()
 	s.unindex(id)
 	if !still {
 		return 0, nil, notFound("no root %s", id)

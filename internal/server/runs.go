@@ -87,10 +87,10 @@ func (s *Server) endRoot(r *http.Request, p Peer) (int, any, error) {
 func (s *Server) settleRun(ctx context.Context, se *session, e rootEntry, opts tracker.SettleOptions) (*job.Report, error) {
 	se.op.Lock()
 	defer se.op.Unlock()
-	s.mu.Lock()
+	s.reg.mu.Lock()
 	_, still := se.roots[e.id]
 	opts.Keep = se.keepRules()
-	s.mu.Unlock()
+	s.reg.mu.Unlock()
 	if !still {
 		return nil, notFound("no root %s", e.id)
 	}

@@ -12,9 +12,9 @@ import (
 // SelfClose: that close spares the caller's chain (see callerChain). Any
 // other tracked caller is refused, as for every change.
 func (s *Server) closable(id string, p Peer) (*session, policy.KeepRules, error) {
-	s.mu.Lock()
+	s.reg.mu.Lock()
 	se, err := s.lookup(id, p)
-	s.mu.Unlock()
+	s.reg.mu.Unlock()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -25,9 +25,9 @@ func (s *Server) closable(id string, p Peer) (*session, policy.KeepRules, error)
 	if sess == "" {
 		return se, nil, nil
 	}
-	s.mu.Lock()
+	s.reg.mu.Lock()
 	self := se.selfClose
-	s.mu.Unlock()
+	s.reg.mu.Unlock()
 	if sess != se.id || !self {
 		return nil, nil, forbidden("caller pid %d is tracked%s: a tracked process may close only its own session, and only one opened with self_close", p.PID, s.inSession(sess, p))
 	}

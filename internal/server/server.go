@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"runtime"
-	"sync"
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
@@ -42,49 +41,46 @@ type Options struct {
 
 // Server holds the tracker, the sessions and their roots and keeps. Open
 // it, Serve it on a listener, Close it last. Closing kills nothing.
+//
+// Its fields are its parts, each guarded by its own lock, taken in this
+// order and never the reverse: the lifecycle's background lock (read),
+// the store's save lock, the registry's mu, the quotas' lock. doc.go lists
+// which files own which part.
 type Server struct {
-	opts    Options
+	// opts, log and proc are set by Open and never change.
+	opts Options
+	log  io.Writer
+	proc proc.FS
+	// tracker is the host's one tracker, open from Open to Close; its
+	// events go to the arms, the metrics and the hub, in that order.
 	tracker *tracker.Tracker
-	proc    proc.FS
-	hub     *hub
-	http    *http.Server
-	log     io.Writer
-
-	// mu guards sessions and their fields, never held across I/O.
-	mu       sync.Mutex
-	sessions map[string]*session
-	nextID   int
-	// dirty names the sessions changed (or gone) since the last save.
-	dirty map[string]bool
-	// usage counts what each uid holds open, against opts.Quotas.
+	// reg is the sessions: by id, the next number, those changed since
+	// the last save, and each root's session (registry.go).
+	reg registry
+	// usage counts what each uid holds open, against opts.Quotas; its own
+	// lock (quota.go).
 	usage *usage
-	// lock is the state directory's lock, held while the server is open.
-	lock *store.DirLock
-	// rootSession maps a root to its session's id, for event filtering.
-	rootSession sync.Map
-	state       *store.Store
-	closing     sync.Once
-	closeErr    error
-	// stopLoops ends the background loops: the save loop, the loss
-	// watcher.
-	stopLoops chan struct{}
-	// bgMu orders the saves no request asked for (the save loop, keep
-	// expiries), which run under its read lock, before the tracker's
-	// close, which sets bgClosed under its lock first.
-	bgMu     sync.RWMutex
-	bgClosed bool
-	// metrics are the /metrics series; metricsHTTP the TCP listeners
-	// serving them (guarded by mu), metricsClosed set once Close began.
-	metrics       *metrics
-	metricsHTTP   []*http.Server
-	metricsClosed bool
-	// loops are the background loops, waited for before the tracker
-	// closes.
-	loops sync.WaitGroup
-	// records, if set, writes each session's record (records.go).
+	// lock and state are the store, nil when the server keeps no state:
+	// the state directory's lock, held from Open to the end of Close, and
+	// its snapshot and journal (store, and state.go for the server's side).
+	lock  *store.DirLock
+	state *store.Store
+	// hub fans the tracker's events out to the event streams (events.go);
+	// records, if set, writes each session's record from it (records.go).
+	hub     *hub
 	records *records
-	// arms maps sessions to cookies and armed processes (arms.go).
+	// arms maps sessions to cookies and armed processes; its own lock
+	// (arms.go).
 	arms armsState
+	// metrics are the /metrics series; metricsHTTP the TCP listeners
+	// serving them (metrics.go, metrics_state.go).
+	metrics     *metrics
+	metricsHTTP metricsListeners
+	// http serves the API on the socket: routes here, authorisation in
+	// authz.go and peer.go, bodies in body.go and decode.go.
+	http *http.Server
+	// life is the background loops and the one close (lifecycle.go).
+	life lifecycle
 }
 
 // Open opens the tracker (taking a pinned one over, when
@@ -94,11 +90,49 @@ type Server struct {
 // again, and roots the pinned tracker has that no saved session names go to
 // a recovered session. The calling process becomes a child subreaper, as
 // for any tracker.
+//
+// Open runs its steps in order; a step that fails undoes those before it,
+// last first, and Open returns its error.
 func Open(opts Options) (*Server, error) {
+	s, err := newServer(opts)
+	if err != nil {
+		return nil, err
+	}
+	var undo unwind
+	for _, step := range []func(*unwind) error{s.openStore, s.openTracker, s.startRecords, s.restoreState} {
+		if err := step(&undo); err != nil {
+			undo.run()
+			return nil, err
+		}
+	}
+	s.takeOver()
+	// The first save writes a snapshot (the state as restored) and starts
+	// an empty journal: a restarted daemon starts from one snapshot.
+	s.save()
+	s.startLoops()
+	s.http = s.newHTTP()
+	return s, nil
+}
+
+// unwind is what Open undoes when a later step fails: each step that
+// succeeds adds what undoes it, and run undoes them, last first.
+type unwind []func()
+
+func (u *unwind) add(f func()) { *u = append(*u, f) }
+
+func (u unwind) run() {
+	for i := len(u) - 1; i >= 0; i-- {
+		u[i]()
+	}
+}
+
+// newServer checks opts and makes the server's parts, opening nothing but
+// /proc.
+func newServer(opts Options) (*Server, error) {
 	if err := opts.Quotas.validate(); err != nil {
 		return nil, fmt.Errorf("%w %w", lineage.ErrInvalid, err)
 	}
-	s := &Server{opts: opts, sessions: make(map[string]*session), dirty: make(map[string]bool), hub: newHub(), log: opts.Log}
+	s := &Server{opts: opts, reg: newRegistry(), hub: newHub(), log: opts.Log, life: newLifecycle()}
 	if s.log == nil {
 		s.log = io.Discard
 	}
@@ -106,65 +140,16 @@ func Open(opts Options) (*Server, error) {
 	if s.proc, err = proc.Open("/proc"); err != nil {
 		return nil, err
 	}
-	if err := s.openStateDir(); err != nil {
-		return nil, err
-	}
-	fail := func(err error) (*Server, error) {
-		s.lock.Release()
-		return nil, err
-	}
-	s.hub.sessionOf = func(id lineage.Identity) string {
-		v, _ := s.rootSession.Load(id)
-		sid, _ := v.(string)
-		return sid
-	}
+	s.hub.sessionOf = s.reg.sessionOf
 	s.metrics = newMetrics(s)
 	s.usage = newUsage(opts.Quotas, s.metrics.refused)
-	topts := opts.Tracker
-	topts.OnEvent = func(ev lineage.Event) {
-		if ev.Armed {
-			s.armedFork(ev)
-		}
-		s.metrics.event(ev)
-		s.hub.event(ev)
-	}
-	if s.tracker, err = tracker.OpenTracker(topts); err != nil {
-		return fail(err)
-	}
-	s.arms.ready.Store(true)
-	if err := s.startRecords(); err != nil {
-		s.tracker.Close()
-		return fail(err)
-	}
-	if err := s.restore(); err != nil {
-		s.hub.close()
-		s.records.wait()
-		s.tracker.Close()
-		return fail(err)
-	}
-	s.adoptUnlisted()
-	// The arms a pinned tracker holds are an earlier daemon's, whose
-	// cookies this one doesn't know.
-	if err := s.tracker.ClearArms(); err != nil {
-		s.note("lineage: clear the pinned tracker's arms: %v\n", err)
-	}
-	// The first save writes a snapshot (the state as restored) and starts
-	// an empty journal: a restarted daemon starts from one snapshot.
-	s.save()
-	s.startLoops()
-	s.http = &http.Server{
-		Handler:           s.readBodies(s.routes()),
-		ConnContext:       peerContext,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       time.Minute,
-	}
 	return s, nil
 }
 
-// openStateDir checks and locks the state directory, if the server keeps
-// a state: the lock first, so that a second daemon reads and writes
-// nothing of the first's.
-func (s *Server) openStateDir() error {
+// openStore locks and opens the state directory, if the server keeps a
+// state: the lock first, so that a second daemon reads and writes nothing
+// of the first's. Undone, the lock is released.
+func (s *Server) openStore(undo *unwind) error {
 	dir := s.opts.StateDir
 	if dir == "" {
 		return nil
@@ -177,25 +162,78 @@ func (s *Server) openStateDir() error {
 		s.lock.Release()
 		return err
 	}
+	undo.add(s.lock.Release)
 	return nil
+}
+
+// openTracker opens the tracker, its events going to the arms, the
+// metrics and the hub, and readies the arms. Undone, the tracker closes.
+func (s *Server) openTracker(undo *unwind) error {
+	topts := s.opts.Tracker
+	topts.OnEvent = func(ev lineage.Event) {
+		if ev.Armed {
+			s.armedFork(ev)
+		}
+		s.metrics.event(ev)
+		s.hub.event(ev)
+	}
+	var err error
+	if s.tracker, err = tracker.OpenTracker(topts); err != nil {
+		return err
+	}
+	undo.add(func() { s.tracker.Close() })
+	s.arms.ready.Store(true)
+	return nil
+}
+
+// startRecords starts the session records' writer, if Options.Record
+// asks for one (records.go). Undone, the hub closes, which ends the
+// writer, and the writer is waited for.
+func (s *Server) startRecords(undo *unwind) error {
+	if err := s.openRecords(); err != nil {
+		return err
+	}
+	undo.add(func() {
+		s.hub.close()
+		s.records.wait()
+	})
+	return nil
+}
+
+// restoreState restores the sessions the store reads back (state.go's
+// restore). Its last step, it adds nothing to undo.
+func (s *Server) restoreState(*unwind) error { return s.restore() }
+
+// takeOver makes what a pinned tracker holds this server's: roots no
+// restored session names go to a recovered session, and the arms of an
+// earlier daemon, whose cookies this one doesn't know, are cleared.
+func (s *Server) takeOver() {
+	s.adoptUnlisted()
+	if err := s.tracker.ClearArms(); err != nil {
+		s.note("lineage: clear the pinned tracker's arms: %v\n", err)
+	}
 }
 
 // startLoops starts the background loops: the loss watcher, and, when
 // the members of an unpinned tracker must be saved, the save loop.
 func (s *Server) startLoops() {
-	s.stopLoops = make(chan struct{})
 	lost, statsErr := s.tracker.Stats()
-	s.loops.Add(1)
-	go func() {
-		defer s.loops.Done()
-		s.watchLosses(s.stopLoops, lossEvery, lost, statsErr == nil)
-	}()
+	s.life.goLoop(func(stop <-chan struct{}) {
+		s.watchLosses(stop, lossEvery, lost, statsErr == nil)
+	})
 	if s.state != nil && !s.pinned() {
-		s.loops.Add(1)
-		go func() {
-			defer s.loops.Done()
-			s.saveLoop(s.stopLoops)
-		}()
+		s.life.goLoop(s.saveLoop)
+	}
+}
+
+// newHTTP is the API's HTTP server: its routes, each request's body read
+// under a deadline, the peer's credentials in each connection's context.
+func (s *Server) newHTTP() *http.Server {
+	return &http.Server{
+		Handler:           s.readBodies(s.routes()),
+		ConnContext:       peerContext,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       time.Minute,
 	}
 }
 
@@ -214,27 +252,26 @@ func (s *Server) Serve(ln net.Listener) error {
 // tracks on in the kernel when it is pinned. Roots are neither reaped nor
 // forgotten: the state keeps them for the next start.
 func (s *Server) Close() error {
-	s.closing.Do(func() { s.closeErr = s.close() })
-	return s.closeErr
+	return s.life.closeOnce(s.close)
 }
 
+// close ends the parts in order: the streams and records, the loops, the
+// background work, the API and metrics listeners, the owners' watches, the
+// store (compacted), the tracker, and last the state directory's lock.
 func (s *Server) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	s.hub.close()
 	s.records.wait()
-	close(s.stopLoops)
-	s.loops.Wait()
-	s.bgMu.Lock()
-	s.bgClosed = true
-	s.bgMu.Unlock()
+	s.life.stopLoops()
+	s.life.endBackground()
 	_ = s.http.Shutdown(ctx)
-	s.stopMetrics(ctx)
-	s.mu.Lock()
-	for _, se := range s.sessions {
+	s.metricsHTTP.shutdown(ctx)
+	s.reg.mu.Lock()
+	for _, se := range s.reg.sessions {
 		se.stopOwner()
 	}
-	s.mu.Unlock()
+	s.reg.mu.Unlock()
 	if s.state != nil {
 		if err := s.state.Close(); err != nil {
 			s.note("lineage: save state: %v\n", err)

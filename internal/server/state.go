@@ -16,10 +16,10 @@ import (
 // save takes from the sessions, the save loop, and the restore of what the
 // store reads back.
 
-// touch marks se as changed, for the next save. Call with Server.mu held.
+// touch marks se as changed, for the next save. Call with reg.mu held.
 func (s *Server) touch(se *session) {
 	if s.state != nil {
-		s.dirty[se.id] = true
+		s.reg.dirty[se.id] = true
 	}
 }
 
@@ -40,19 +40,19 @@ func (s *Server) save() {
 // clearing the registry's dirty set, with their members when the tracker
 // isn't pinned, and marshals their views.
 func (s *Server) takeChange() (store.Change, error) {
-	s.mu.Lock()
-	views := make([]Session, 0, len(s.dirty))
+	s.reg.mu.Lock()
+	views := make([]Session, 0, len(s.reg.dirty))
 	var removed []string
-	for id := range s.dirty {
-		if se := s.sessions[id]; se != nil {
+	for id := range s.reg.dirty {
+		if se := s.reg.sessions[id]; se != nil {
 			views = append(views, se.view())
 		} else {
 			removed = append(removed, id)
 		}
 	}
-	clear(s.dirty)
-	next := s.nextID
-	s.mu.Unlock()
+	clear(s.reg.dirty)
+	next := s.reg.nextID
+	s.reg.mu.Unlock()
 	if !s.pinned() {
 		var roots []lineage.Identity
 		for _, v := range views {
@@ -115,13 +115,13 @@ func (s *Server) saveLoop(stop <-chan struct{}) {
 		case <-stop:
 			return
 		case <-tick.C:
-			s.mu.Lock()
-			for _, se := range s.sessions {
+			s.reg.mu.Lock()
+			for _, se := range s.reg.sessions {
 				if len(se.roots) > 0 {
 					s.touch(se)
 				}
 			}
-			s.mu.Unlock()
+			s.reg.mu.Unlock()
 			s.backgroundSave()
 		}
 	}
@@ -130,13 +130,7 @@ func (s *Server) saveLoop(stop <-chan struct{}) {
 // backgroundSave saves, unless the server is closing: a save the server
 // didn't ask for in a request (the loop, a keep's expiry) must not list
 // members while the tracker closes.
-func (s *Server) backgroundSave() {
-	s.bgMu.RLock()
-	defer s.bgMu.RUnlock()
-	if !s.bgClosed {
-		s.save()
-	}
-}
+func (s *Server) backgroundSave() { s.life.inBackground(s.save) }
 
 // restore reads the state back (the snapshot, then the journal's records
 // after it): sessions and keeps as they were, roots taken back. A pinned
@@ -157,7 +151,7 @@ func (s *Server) restore() error {
 	if err != nil || !ok {
 		return err
 	}
-	s.nextID = st.NextID
+	s.reg.nextID = st.NextID
 	var orphaned, unfinished []*session
 	for _, ss := range st.Sessions {
 		se := s.restoreSession(ss)
@@ -169,17 +163,17 @@ func (s *Server) restore() error {
 		}
 	}
 	s.rearmKeeps()
-	for _, se := range s.sessions {
+	for _, se := range s.reg.sessions {
 		// A child whose parent is gone (an older daemon let one be
 		// opened while its parent closed) closes as its parent did.
-		if se.parent != "" && s.sessions[se.parent] == nil && !se.closing {
+		if se.parent != "" && s.reg.sessions[se.parent] == nil && !se.closing {
 			se.closing = true
 			unfinished = append(unfinished, se)
 		}
 	}
 	for _, se := range unfinished {
 		// A child's close is its parent's to finish, first.
-		if p := s.sessions[se.parent]; p != nil && p.closing {
+		if p := s.reg.sessions[se.parent]; p != nil && p.closing {
 			continue
 		}
 		s.note("lineage: session %s: its close (or its parent's) began before the last daemon stopped: finishing it (%s)\n", se.id, policy.SessionClose)
@@ -199,7 +193,7 @@ func (s *Server) restoreRoot(se *session, id lineage.Identity, r Root) error {
 		return err
 	}
 	se.roots[id] = &root{job: j, label: r.Label, command: r.Command, added: r.Added}
-	s.rootSession.Store(id, se.id)
+	s.reg.rootSession.Store(id, se.id)
 	return nil
 }
 
@@ -245,7 +239,7 @@ func (s *Server) restoreSession(ss Session) *session {
 		}
 		se.keeps = append(se.keeps, kept)
 	}
-	s.sessions[se.id] = se
+	s.reg.sessions[se.id] = se
 	s.touch(se)
 	s.forceSession(se)
 	return se
@@ -260,15 +254,15 @@ func (s *Server) rearmKeeps() {
 		k  keep
 	}
 	var all []timed
-	s.mu.Lock()
-	for _, se := range s.sessions {
+	s.reg.mu.Lock()
+	for _, se := range s.reg.sessions {
 		for _, k := range se.keeps {
 			if !k.expires.IsZero() {
 				all = append(all, timed{se, k})
 			}
 		}
 	}
-	s.mu.Unlock()
+	s.reg.mu.Unlock()
 	for _, t := range all {
 		if id, _, err := DecodeKeepRule(t.k.rule.String()); err == nil {
 			s.expireLater(t.se, id, t.k)

@@ -21,9 +21,9 @@ func (s *Server) follow(sub *subscriber, se *session) {
 	s.hub.mu.Lock()
 	sub.follows = se
 	s.hub.mu.Unlock()
-	s.mu.Lock()
+	s.reg.mu.Lock()
 	closed := se.closed
-	s.mu.Unlock()
+	s.reg.mu.Unlock()
 	if closed {
 		s.hub.end(sub)
 	}

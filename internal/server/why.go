@@ -22,8 +22,8 @@ func (s *Server) why(r *http.Request, p Peer) (int, any, error) {
 		rootEntry
 	}
 	var roots []entry
-	s.mu.Lock()
-	for _, se := range s.sessions {
+	s.reg.mu.Lock()
+	for _, se := range s.reg.sessions {
 		if !se.visible(p) {
 			continue
 		}
@@ -31,7 +31,7 @@ func (s *Server) why(r *http.Request, p Peer) (int, any, error) {
 			roots = append(roots, entry{se, rootEntry{rid, rt}})
 		}
 	}
-	s.mu.Unlock()
+	s.reg.mu.Unlock()
 	for _, e := range roots {
 		steps, ok, err := e.rt.job.Why(id)
 		if err != nil || !ok {
