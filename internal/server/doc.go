@@ -18,27 +18,23 @@
 //
 // # Parts
 //
-// [Server]'s fields are its parts; each part is owned by a group of files:
+// [Server]'s fields are its parts (server.go); each part is owned by a
+// group of files, named by its prefix:
 //
-//   - Lifecycle: Open's steps, Close's order and the routes (server.go);
-//     the background loops, the background lock and the one close
-//     (lifecycle.go).
-//   - HTTP and authz: the socket and its connections (listen.go, conns.go,
-//     peer.go, sockpeer_linux.go), the caller's rights (authz.go,
-//     selfclose.go), bodies and their decoding (body.go, decode.go), errors
-//     (errors.go), the quotas per uid (quota.go), the wire types' names
-//     (api.go; the types are package api's).
-//   - Sessions: the registry, its lock and index of roots (registry.go);
-//     sessions, their roots, keeps, owners and ends (sessions.go, roots.go,
-//     keeps.go, owner.go, ends.go, runs.go, holders.go, why.go); the
-//     recovered session (recovered.go); the arms and their cookies
-//     (arms.go).
-//   - The store: the files are package store's (a locked state directory,
-//     its snapshot and journal); what a save takes from the registry, the
-//     save loop and the restore are the server's (state.go).
-//   - Events: the hub and the event streams (events.go, causal.go,
-//     streamend.go), the loss watcher (losses.go), the session records
-//     (records.go).
-//   - Metrics: the /metrics series and their listeners (metrics.go,
-//     metrics_state.go).
+//   - server*.go, the lifecycle: Open's steps, Close's order and the
+//     routes (server.go); the background loops, the background lock and
+//     the one close (server_lifecycle.go).
+//   - http_*.go, HTTP and authz: the socket and its connections, the
+//     caller's credentials and rights, request bodies and their decoding,
+//     errors, the quotas per uid, the wire types' names (package api's).
+//   - sessions*.go, the sessions: the registry, its lock and its index of
+//     roots (sessions_registry.go); sessions, their roots, keeps, owners,
+//     ends and holders; the recovered session; the arms and their cookies.
+//   - store.go and package store, the store: the files are package
+//     store's (a locked state directory, its snapshot and journal); what a
+//     save takes from the registry, the save loop and the restore are the
+//     server's (store.go).
+//   - events*.go, the events: the hub and the event streams, the loss
+//     watcher, the session records.
+//   - metrics*.go, the metrics: the /metrics series and their listeners.
 package server

@@ -28,7 +28,7 @@ type subscriber struct {
 	ch      chan item
 	session string
 	lost    uint64
-	// follows is the session a filtered stream follows (streamend.go);
+	// follows is the session a filtered stream follows (events_streamend.go);
 	// ended is closed, once, when that session has closed.
 	follows *session
 	ended   chan struct{}

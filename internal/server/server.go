@@ -55,31 +55,34 @@ type Server struct {
 	// events go to the arms, the metrics and the hub, in that order.
 	tracker *tracker.Tracker
 	// reg is the sessions: by id, the next number, those changed since
-	// the last save, and each root's session (registry.go).
+	// the last save, and each root's session (sessions_registry.go).
 	reg registry
 	// usage counts what each uid holds open, against opts.Quotas; its own
-	// lock (quota.go).
+	// lock (http_quota.go).
 	usage *usage
 	// lock and state are the store, nil when the server keeps no state:
 	// the state directory's lock, held from Open to the end of Close, and
-	// its snapshot and journal (store, and state.go for the server's side).
+	// its snapshot and journal (package store; store.go is the server's
+	// side).
 	lock  *store.DirLock
 	state *store.Store
 	// hub fans the tracker's events out to the event streams (events.go);
-	// records, if set, writes each session's record from it (records.go).
+	// records, if set, writes each session's record from it
+	// (events_records.go).
 	hub     *hub
 	records *records
 	// arms maps sessions to cookies and armed processes; its own lock
-	// (arms.go).
+	// (sessions_arms.go).
 	arms armsState
 	// metrics are the /metrics series; metricsHTTP the TCP listeners
 	// serving them (metrics.go, metrics_state.go).
 	metrics     *metrics
 	metricsHTTP metricsListeners
-	// http serves the API on the socket: routes here, authorisation in
-	// authz.go and peer.go, bodies in body.go and decode.go.
+	// http serves the API on the socket: routes here, the caller and its
+	// rights in http_peer.go and http_authz.go, bodies in http_body.go and
+	// http_decode.go.
 	http *http.Server
-	// life is the background loops and the one close (lifecycle.go).
+	// life is the background loops and the one close (server_lifecycle.go).
 	life lifecycle
 }
 
@@ -187,7 +190,7 @@ func (s *Server) openTracker(undo *unwind) error {
 }
 
 // startRecords starts the session records' writer, if Options.Record
-// asks for one (records.go). Undone, the hub closes, which ends the
+// asks for one (events_records.go). Undone, the hub closes, which ends the
 // writer, and the writer is waited for.
 func (s *Server) startRecords(undo *unwind) error {
 	if err := s.openRecords(); err != nil {
@@ -200,7 +203,7 @@ func (s *Server) startRecords(undo *unwind) error {
 	return nil
 }
 
-// restoreState restores the sessions the store reads back (state.go's
+// restoreState restores the sessions the store reads back (store.go's
 // restore). Its last step, it adds nothing to undo.
 func (s *Server) restoreState(*unwind) error { return s.restore() }
 

@@ -13,10 +13,11 @@ import (
 // mu guards sessions, nextID, dirty and the fields of every session
 // (sessions.go); it is never held across I/O or a call to the tracker.
 // Lock order: the store's save lock (a save takes its change under it),
-// then mu, then the quotas' lock (quota.go); never the reverse. The arms
-// keep a lock of their own (arms.go). rootSession is read without mu, by the event filter
-// on the tracker's goroutine: it is written beside the session's roots,
-// and kept a while after a root is forgotten, for its last events.
+// then mu, then the quotas' lock (http_quota.go); never the reverse. The
+// arms keep a lock of their own (sessions_arms.go). rootSession is read
+// without mu, by the event filter on the tracker's goroutine: it is
+// written beside the session's roots, and kept a while after a root is
+// forgotten, for its last events.
 type registry struct {
 	mu       sync.Mutex
 	sessions map[string]*session
