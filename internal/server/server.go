@@ -145,6 +145,7 @@ func Open(opts Options) (*Server, error) {
 		return fail(err)
 	}
 	s.adoptUnlisted()
+	s.keepAllInKernel()
 	// The arms a pinned tracker holds are an earlier daemon's, whose
 	// cookies this one doesn't know.
 	if err := s.tracker.ClearArms(); err != nil {
