@@ -28,8 +28,9 @@
 //     caller's credentials and rights, request bodies and their decoding,
 //     errors, the quotas per uid, the wire types' names (package api's).
 //   - sessions*.go, the sessions: the registry, its lock and its index of
-//     roots (sessions_registry.go); sessions, their roots, keeps, owners,
-//     ends and holders; the recovered session; the arms and their cookies.
+//     roots (sessions_registry.go); sessions, their roots, keeps (and the
+//     kernel's copy of them), owners, ends and holders; the recovered
+//     session; the arms and their cookies.
 //   - store.go and package store, the store: the files are package
 //     store's (a locked state directory, its snapshot and journal); what a
 //     save takes from the registry, the save loop and the restore are the

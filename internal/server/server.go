@@ -208,10 +208,12 @@ func (s *Server) startRecords(undo *unwind) error {
 func (s *Server) restoreState(*unwind) error { return s.restore() }
 
 // takeOver makes what a pinned tracker holds this server's: roots no
-// restored session names go to a recovered session, and the arms of an
-// earlier daemon, whose cookies this one doesn't know, are cleared.
+// restored session names go to a recovered session, every session's keeps
+// are the kernel's again, and the arms of an earlier daemon, whose cookies
+// this one doesn't know, are cleared.
 func (s *Server) takeOver() {
 	s.adoptUnlisted()
+	s.keepAllInKernel()
 	if err := s.tracker.ClearArms(); err != nil {
 		s.note("lineage: clear the pinned tracker's arms: %v\n", err)
 	}

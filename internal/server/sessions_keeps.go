@@ -40,6 +40,12 @@ func (s *Server) addKeep(r *http.Request, p Peer) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	roots := s.rootsOf(se)
+	if _, one := k.rule.Process(); one {
+		// Only the lineage it is a member of has it.
+		roots = slices.DeleteFunc(roots, func(e rootEntry) bool { return e.id != m.Root })
+	}
+	s.keepInKernel(se, policy.KeepRules{k.rule}, roots)
 	s.hub.kept(se.id, m, "keep "+rule.String())
 	if !k.expires.IsZero() {
 		s.expireLater(se, m.Identity, k)
@@ -88,6 +94,7 @@ func (s *Server) expireLater(se *session, id lineage.Identity, k keep) {
 			gone := s.dropKeeps(se, func(x keep) bool { return x == k }) > 0 && !se.closed
 			s.reg.mu.Unlock()
 			if gone {
+				s.unkeepInKernel(se, k.rule)
 				s.hub.kept(se.id, lineage.Member{Identity: id}, "keep expired "+k.rule.String())
 				s.save()
 			}
@@ -164,6 +171,7 @@ func (s *Server) removeKeep(r *http.Request, p Peer) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	s.unkeepInKernel(se, k.rule)
 	if !id.IsZero() {
 		s.hub.unkept(se.id, lineage.Member{Identity: id}, "unkeep "+rule.String())
 	}

@@ -122,7 +122,9 @@ func (s *Server) register(se *session, id lineage.Identity, label string, comman
 	s.touch(se)
 	s.reg.rootSession.Store(id, se.id)
 	v := rt.view(id, se.id)
+	rules := se.keepRules()
 	s.reg.mu.Unlock()
+	s.keepInKernel(se, rules, []rootEntry{{id, rt}})
 	return v, nil
 }
 
