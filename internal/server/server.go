@@ -161,12 +161,9 @@ func (s *Server) openStore(undo *unwind) error {
 	if s.lock, err = store.LockDir(dir); err != nil {
 		return err
 	}
-	if s.state, err = store.Open(dir); err != nil {
-		s.lock.Release()
-		return err
-	}
 	undo.add(s.lock.Release)
-	return nil
+	s.state, err = store.Open(dir)
+	return err
 }
 
 // openTracker opens the tracker, its events going to the arms, the
