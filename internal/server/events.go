@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/record"
@@ -196,7 +197,7 @@ func (s *Server) events(r *http.Request, p Peer) (int, any, error) {
 	w := r.Context().Value(responseKey{}).(http.ResponseWriter)
 	f, ok := w.(http.Flusher)
 	if !ok {
-		return 0, nil, errorf(http.StatusInternalServerError, CodeInternal, "streaming unsupported")
+		return 0, nil, errorf(http.StatusInternalServerError, api.CodeInternal, "streaming unsupported")
 	}
 	if err := s.usage.take(p.UID, limitStreams, 1); err != nil {
 		return 0, nil, err

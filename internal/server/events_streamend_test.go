@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/record"
 	"github.com/lineage-dev/lineage/internal/testutil"
@@ -85,7 +86,7 @@ func TestStreamOfAClosedSessionEnds(t *testing.T) {
 		}
 		l.procs = append(l.procs, c)
 		id := lineage.Identity{PID: uint32(c.Process.Pid), StartTicks: startTicks(c.Process.Pid)}
-		l.do("POST", "/v1/roots", AddRoot{PID: int64(id.PID), Start: id.StartTicks, Session: session, Kind: "autonomous"}, nil)
+		l.do("POST", "/v1/roots", api.AddRoot{PID: int64(id.PID), Start: id.StartTicks, Session: session, Kind: "autonomous"}, nil)
 		return id
 	}
 	first, second := start("first"), start("second")

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
@@ -37,7 +38,7 @@ func (s *Server) readBodies(next http.Handler) http.Handler {
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			w.Header().Set("Connection", "close")
-			writeError(w, errorf(http.StatusRequestTimeout, CodeTimeout, "request body not received within %v", timeout))
+			writeError(w, errorf(http.StatusRequestTimeout, api.CodeTimeout, "request body not received within %v", timeout))
 			return
 		case err != nil:
 			w.Header().Set("Connection", "close")
@@ -46,7 +47,7 @@ func (s *Server) readBodies(next http.Handler) http.Handler {
 		case len(data) > MaxBody:
 			// The rest is never read: the connection ends with the answer.
 			w.Header().Set("Connection", "close")
-			writeError(w, errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "body over %d bytes", MaxBody))
+			writeError(w, errorf(http.StatusRequestEntityTooLarge, api.CodeTooLarge, "body over %d bytes", MaxBody))
 			return
 		}
 		// Handlers may run long (a reap): no deadline may cancel them.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"github.com/lineage-dev/lineage/api"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -34,7 +35,7 @@ func TestTricklingBodyIsCutOff(t *testing.T) {
 	var calls atomic.Int32
 	sock := serveBodies(t, 300*time.Millisecond, func(r *http.Request, p Peer) (int, any, error) {
 		calls.Add(1)
-		var req OpenSession
+		var req api.OpenSession
 		if err := decodeBody(r.Body, &req); err != nil {
 			return 0, nil, err
 		}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"golang.org/x/sys/unix"
 )
 
@@ -68,7 +69,7 @@ func (l *limitedListener) Accept() (net.Conn, error) {
 		}
 		if l.threshold > 0 && fd >= l.threshold {
 			l.s.metrics.refused(limitFiles)
-			l.refuse(uc, errorf(http.StatusTooManyRequests, CodeTooMany, "the daemon is near its file limit: descriptors above %d are kept for root and its own work (lineage serve --fd-reserve)", l.threshold))
+			l.refuse(uc, errorf(http.StatusTooManyRequests, api.CodeTooMany, "the daemon is near its file limit: descriptors above %d are kept for root and its own work (lineage serve --fd-reserve)", l.threshold))
 			continue
 		}
 		if err := l.s.usage.take(p.UID, limitConnections, 1); err != nil {
@@ -87,7 +88,7 @@ func (l *limitedListener) Accept() (net.Conn, error) {
 // socket's unread answer outlives the close.
 func (l *limitedListener) refuse(c *net.UnixConn, err error) {
 	status, code := classify(err)
-	body, _ := json.Marshal(Error{Error: err.Error(), Code: code})
+	body, _ := json.Marshal(api.Error{Error: err.Error(), Code: code})
 	answer := []byte("HTTP/1.1 " + strconv.Itoa(status) + " " + http.StatusText(status) +
 		"\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(len(body)+1) + "\r\n\r\n" +
 		string(body) + "\n")

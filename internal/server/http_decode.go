@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/policy"
 )
@@ -35,7 +36,7 @@ func decodeBody(r io.Reader, v any) error {
 		return fmt.Errorf("%w body: %w", lineage.ErrInvalid, err)
 	}
 	if len(data) > MaxBody {
-		return errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "body over %d bytes", MaxBody)
+		return errorf(http.StatusRequestEntityTooLarge, api.CodeTooLarge, "body over %d bytes", MaxBody)
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		data = []byte("{}")
@@ -79,8 +80,8 @@ func parseKind(s string) policy.Kind {
 }
 
 // DecodeOpenSession reads and checks the body of POST /v1/sessions.
-func DecodeOpenSession(r io.Reader) (OpenSession, error) {
-	var req OpenSession
+func DecodeOpenSession(r io.Reader) (api.OpenSession, error) {
+	var req api.OpenSession
 	if err := decodeBody(r, &req); err != nil {
 		return req, err
 	}
@@ -112,8 +113,8 @@ func DecodeOpenSession(r io.Reader) (OpenSession, error) {
 }
 
 // DecodeAddRoot reads and checks the body of POST /v1/roots.
-func DecodeAddRoot(r io.Reader) (AddRoot, error) {
-	var req AddRoot
+func DecodeAddRoot(r io.Reader) (api.AddRoot, error) {
+	var req api.AddRoot
 	if err := decodeBody(r, &req); err != nil {
 		return req, err
 	}
@@ -142,9 +143,9 @@ func DecodeAddRoot(r io.Reader) (AddRoot, error) {
 
 // DecodeAddKeep reads and checks the body of POST /v1/keeps, and returns
 // the identity, the rule and its lifetime (zero: no end).
-func DecodeAddKeep(r io.Reader) (AddKeep, lineage.Identity, policy.Keep, time.Duration, error) {
-	var req AddKeep
-	fail := func(err error) (AddKeep, lineage.Identity, policy.Keep, time.Duration, error) {
+func DecodeAddKeep(r io.Reader) (api.AddKeep, lineage.Identity, policy.Keep, time.Duration, error) {
+	var req api.AddKeep
+	fail := func(err error) (api.AddKeep, lineage.Identity, policy.Keep, time.Duration, error) {
 		return req, lineage.Identity{}, policy.Keep{}, 0, err
 	}
 	if err := decodeBody(r, &req); err != nil {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
@@ -12,7 +13,7 @@ import (
 // too large.
 func badInput(err error) bool {
 	var ae *apiError
-	return errors.Is(err, lineage.ErrInvalid) || (errors.As(err, &ae) && ae.code == CodeTooLarge)
+	return errors.Is(err, lineage.ErrInvalid) || (errors.As(err, &ae) && ae.code == api.CodeTooLarge)
 }
 
 func TestDecodeAddRoot(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 )
@@ -25,15 +26,15 @@ func errorf(status int, code, format string, args ...any) error {
 }
 
 func forbidden(format string, args ...any) error {
-	return errorf(http.StatusForbidden, CodeForbidden, format, args...)
+	return errorf(http.StatusForbidden, api.CodeForbidden, format, args...)
 }
 
 func notFound(format string, args ...any) error {
-	return errorf(http.StatusNotFound, CodeNotFound, format, args...)
+	return errorf(http.StatusNotFound, api.CodeNotFound, format, args...)
 }
 
 func conflict(format string, args ...any) error {
-	return errorf(http.StatusConflict, CodeConflict, format, args...)
+	return errorf(http.StatusConflict, api.CodeConflict, format, args...)
 }
 
 // classify picks the status and code for err: an apiError's own, else by
@@ -44,21 +45,21 @@ func classify(err error) (int, string) {
 	case errors.As(err, &ae):
 		return ae.status, ae.code
 	case errors.Is(err, lineage.ErrInvalid):
-		return http.StatusBadRequest, CodeInvalid
+		return http.StatusBadRequest, api.CodeInvalid
 	case errors.Is(err, lineage.ErrNoProcess), errors.Is(err, lineage.ErrIdentityMismatch):
-		return http.StatusNotFound, CodeNotFound
+		return http.StatusNotFound, api.CodeNotFound
 	case errors.Is(err, loader.ErrAlreadyTracked):
-		return http.StatusConflict, CodeConflict
+		return http.StatusConflict, api.CodeConflict
 	case errors.Is(err, loader.ErrNotRoot):
-		return http.StatusNotFound, CodeNotFound
+		return http.StatusNotFound, api.CodeNotFound
 	}
-	return http.StatusInternalServerError, CodeInternal
+	return http.StatusInternalServerError, api.CodeInternal
 }
 
 // writeError answers err as JSON.
 func writeError(w http.ResponseWriter, err error) {
 	status, code := classify(err)
-	writeJSON(w, status, Error{Error: err.Error(), Code: code})
+	writeJSON(w, status, api.Error{Error: err.Error(), Code: code})
 }
 
 // writeJSON answers v with status.

@@ -12,12 +12,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/lineage-dev/lineage/api"
 )
-
-// DefaultSocket is where the daemon listens unless told otherwise.
-const DefaultSocket = api.DefaultSocket
 
 // ListenOptions say how the socket is made.
 type ListenOptions struct {

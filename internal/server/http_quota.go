@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"github.com/lineage-dev/lineage/api"
 	"net/http"
 	"sync"
 )
@@ -175,7 +176,7 @@ func (u *usage) count(uid uint32, l limit, all bool) int {
 // the flag that sets it.
 func tooMany(l limit, uid uint32, m int) error {
 	n := limitNames[l]
-	return errorf(http.StatusTooManyRequests, CodeTooMany, "too many %s for uid %d: the limit is %d (lineage serve %s)", n.words, uid, m, n.flag)
+	return errorf(http.StatusTooManyRequests, api.CodeTooMany, "too many %s for uid %d: the limit is %d (lineage serve %s)", n.words, uid, m, n.flag)
 }
 
 // validate refuses a negative quota.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"github.com/lineage-dev/lineage/api"
 	"net/http"
 	"strings"
 	"testing"
@@ -20,7 +21,7 @@ func TestUsageCountsWhatIsOpen(t *testing.T) {
 	}
 	err := u.take(1000, limitSessions, 1)
 	var ae *apiError
-	if !errors.As(err, &ae) || ae.status != http.StatusTooManyRequests || ae.code != CodeTooMany ||
+	if !errors.As(err, &ae) || ae.status != http.StatusTooManyRequests || ae.code != api.CodeTooMany ||
 		!strings.Contains(err.Error(), "the limit is 2") || !strings.Contains(err.Error(), "--max-sessions") {
 		t.Errorf("past the quota: %v, want 429 too_many naming the limit", err)
 	}

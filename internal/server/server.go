@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/proc"
@@ -298,7 +299,7 @@ func (m methods) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		for method := range m {
 			w.Header().Add("Allow", method)
 		}
-		writeError(w, errorf(http.StatusMethodNotAllowed, CodeMethod, "method %s not allowed on %s", r.Method, r.URL.Path))
+		writeError(w, errorf(http.StatusMethodNotAllowed, api.CodeMethod, "method %s not allowed on %s", r.Method, r.URL.Path))
 		return
 	}
 	r = r.WithContext(context.WithValue(r.Context(), responseKey{}, w))
@@ -347,7 +348,7 @@ func getOnly(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Add("Allow", http.MethodGet)
-			writeError(w, errorf(http.StatusMethodNotAllowed, CodeMethod, "method %s not allowed on %s", r.Method, r.URL.Path))
+			writeError(w, errorf(http.StatusMethodNotAllowed, api.CodeMethod, "method %s not allowed on %s", r.Method, r.URL.Path))
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -359,8 +360,8 @@ func getOnly(h http.Handler) http.Handler {
 func (s *Server) status(r *http.Request, p Peer) (int, any, error) {
 	n := s.usage.count(p.UID, limitSessions, p.Root())
 	b := s.tracker.Backend()
-	return http.StatusOK, Status{
-		API: APIVersion, Reaping: s.opts.Reaping.String(), Sessions: n, UID: p.UID, Goroutines: runtime.NumGoroutine(),
+	return http.StatusOK, api.Status{
+		API: api.APIVersion, Reaping: s.opts.Reaping.String(), Sessions: n, UID: p.UID, Goroutines: runtime.NumGoroutine(),
 		Backend: b.Backend, BackendReason: b.Reason,
 	}, nil
 }

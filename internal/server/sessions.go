@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/tracker"
@@ -64,15 +65,15 @@ func (se *session) stopOwner() {
 }
 
 // view is the session as the API shows it. Call with reg.mu held.
-func (se *session) view() Session {
-	v := Session{
+func (se *session) view() api.Session {
+	v := api.Session{
 		ID: se.id, Kind: se.kind.String(), Label: se.label, Parent: se.parent, Owner: se.owner,
-		SelfClose: se.selfClose, UID: se.uid, Opened: se.opened, Roots: []Root{}, Keeps: []Keep{}, Closing: se.closing,
+		SelfClose: se.selfClose, UID: se.uid, Opened: se.opened, Roots: []api.Root{}, Keeps: []api.Keep{}, Closing: se.closing,
 	}
 	for id, r := range se.roots {
 		v.Roots = append(v.Roots, r.view(id, se.id))
 	}
-	slices.SortFunc(v.Roots, func(a, b Root) int { return lineage.Compare(a.Root, b.Root) })
+	slices.SortFunc(v.Roots, func(a, b api.Root) int { return lineage.Compare(a.Root, b.Root) })
 	now := time.Now()
 	for _, k := range se.keeps {
 		if k.live(now) {
@@ -82,12 +83,12 @@ func (se *session) view() Session {
 	return v
 }
 
-func (r *root) view(id lineage.Identity, sess string) Root {
-	return Root{Root: id, Session: sess, Label: r.label, Command: r.command, Added: r.added}
+func (r *root) view(id lineage.Identity, sess string) api.Root {
+	return api.Root{Root: id, Session: sess, Label: r.label, Command: r.command, Added: r.added}
 }
 
-func (k keep) view() Keep {
-	v := Keep{Rule: k.rule.String()}
+func (k keep) view() api.Keep {
+	v := api.Keep{Rule: k.rule.String()}
 	if !k.expires.IsZero() {
 		e := k.expires
 		v.Expires = &e
@@ -141,7 +142,7 @@ func taken(id string) error {
 // keep rules, its owner watch, its record). A parent must be open: a
 // child of a closing parent would be left behind by its close. Call with
 // reg.mu held.
-func (s *Server) newSession(req OpenSession, p Peer) (*session, error) {
+func (s *Server) newSession(req api.OpenSession, p Peer) (*session, error) {
 	if req.ID == "" {
 		for {
 			s.reg.nextID++
@@ -261,7 +262,7 @@ func (s *Server) openSession(r *http.Request, p Peer) (int, any, error) {
 			s.removeSession(se)
 		}
 	}
-	var v Session
+	var v api.Session
 	if err == nil {
 		v = se.view()
 	}
@@ -276,13 +277,13 @@ func (s *Server) openSession(r *http.Request, p Peer) (int, any, error) {
 func (s *Server) listSessions(r *http.Request, p Peer) (int, any, error) {
 	s.reg.mu.Lock()
 	defer s.reg.mu.Unlock()
-	out := []Session{}
+	out := []api.Session{}
 	for _, se := range s.reg.sessions {
 		if se.visible(p) {
 			out = append(out, se.view())
 		}
 	}
-	slices.SortFunc(out, func(a, b Session) int { return a.Opened.Compare(b.Opened) })
+	slices.SortFunc(out, func(a, b api.Session) int { return a.Opened.Compare(b.Opened) })
 	return http.StatusOK, out, nil
 }
 

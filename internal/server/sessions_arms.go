@@ -131,7 +131,7 @@ func (s *Server) arm(r *http.Request, p Peer) (int, any, error) {
 	} else if sess != "" {
 		return 0, nil, conflict("caller %s is tracked%s: a tracked process can't be armed (what it forks is its own root's)", id, s.inSession(sess, p))
 	}
-	se, created, err := s.sessionForRoot(AddRoot{Session: req.Session, Kind: req.Kind, Label: req.Label}, p)
+	se, created, err := s.sessionForRoot(api.AddRoot{Session: req.Session, Kind: req.Kind, Label: req.Label}, p)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -156,7 +156,7 @@ func (s *Server) arm(r *http.Request, p Peer) (int, any, error) {
 func armError(err error) error {
 	switch {
 	case errors.Is(err, tracker.ErrCantArm):
-		return errorf(http.StatusServiceUnavailable, CodeBadBackend, "%v", err)
+		return errorf(http.StatusServiceUnavailable, api.CodeBadBackend, "%v", err)
 	case errors.Is(err, loader.ErrArmsFull):
 		return conflict("%v", err)
 	}
@@ -366,21 +366,21 @@ func (s *Server) armedFork(ev lineage.Event) {
 // armed session: it is already a root in the kernel, from its first
 // instruction, so only the session it belongs to changes. It refuses when
 // id isn't an armed root, and when the armed session is another uid's.
-func (s *Server) rebindArmed(se *session, id lineage.Identity, label string, command []string, p Peer) (Root, error) {
+func (s *Server) rebindArmed(se *session, id lineage.Identity, label string, command []string, p Peer) (api.Root, error) {
 	armed, err := s.tracker.ArmedRoots()
 	if err != nil {
-		return Root{}, err
+		return api.Root{}, err
 	}
 	cookie, ok := armed[id]
 	if !ok {
-		return Root{}, fmt.Errorf("register %s: %w", id, loader.ErrAlreadyTracked)
+		return api.Root{}, fmt.Errorf("register %s: %w", id, loader.ErrAlreadyTracked)
 	}
 	var j *tracker.Job
 	from := s.arms.sessionOf(cookie)
 	if from != nil {
 		if !from.visible(p) {
 			// Another uid's session is not named.
-			return Root{}, forbidden("process %s is a root of a session caller uid %d may not use: it may not move it", id, p.UID)
+			return api.Root{}, forbidden("process %s is a root of a session caller uid %d may not use: it may not move it", id, p.UID)
 		}
 		s.reg.mu.Lock()
 		if rt, had := from.roots[id]; had {
@@ -390,14 +390,14 @@ func (s *Server) rebindArmed(se *session, id lineage.Identity, label string, com
 	}
 	if j == nil {
 		if j, err = s.tracker.Resume(id, tracker.RegisterOptions{Command: command}); err != nil {
-			return Root{}, fmt.Errorf("register %s: %w", id, err)
+			return api.Root{}, fmt.Errorf("register %s: %w", id, err)
 		}
 	}
 	// se's first, then no longer the armed session's: at no moment in
 	// none, so the armed session's claim never takes it back.
 	v, err := s.addClaimed(se, id, j, label, command)
 	if err != nil {
-		return Root{}, err
+		return api.Root{}, err
 	}
 	if from != nil && from != se {
 		from.op.Lock()
@@ -411,7 +411,7 @@ func (s *Server) rebindArmed(se *session, id lineage.Identity, label string, com
 }
 
 // addClaimed makes j, the job of id, a root of se.
-func (s *Server) addClaimed(se *session, id lineage.Identity, j *tracker.Job, label string, command []string) (Root, error) {
+func (s *Server) addClaimed(se *session, id lineage.Identity, j *tracker.Job, label string, command []string) (api.Root, error) {
 	se.op.Lock()
 	defer se.op.Unlock()
 	rt := &root{job: j, label: label, added: time.Now(), command: command}
@@ -421,7 +421,7 @@ func (s *Server) addClaimed(se *session, id lineage.Identity, j *tracker.Job, la
 	s.reg.mu.Lock()
 	defer s.reg.mu.Unlock()
 	if se.closing || se.closed {
-		return Root{}, conflict("session %q is closing", se.id)
+		return api.Root{}, conflict("session %q is closing", se.id)
 	}
 	se.roots[id] = rt
 	s.touch(se)

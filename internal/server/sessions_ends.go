@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/policy"
@@ -41,10 +42,10 @@ func (s *Server) reportSession(r *http.Request, p Peer) (int, any, error) {
 	se.op.Lock()
 	s.claimArmed(se)
 	se.op.Unlock()
-	out := Ended{Session: se.id, Event: "report", Kind: se.kind.String(), Reaping: s.opts.Reaping.String(), Roots: []RootEnd{}}
+	out := api.Ended{Session: se.id, Event: "report", Kind: se.kind.String(), Reaping: s.opts.Reaping.String(), Roots: []api.RootEnd{}}
 	for _, e := range s.rootsOf(se) {
 		live, err := e.rt.job.Live()
-		re := RootEnd{Root: e.id, Label: e.rt.label, Decision: "report: asked for a report", Outcomes: []Outcome{}}
+		re := api.RootEnd{Root: e.id, Label: e.rt.label, Decision: "report: asked for a report", Outcomes: []api.Outcome{}}
 		if err != nil {
 			re.Warnings = append(re.Warnings, err.Error())
 		}
@@ -99,16 +100,16 @@ const parallelSettles = 64
 // a session close). The roots are settled together (tracker.SettleAll: the
 // roots to reap are reaped as one, each member judged by its own root's
 // rules); the answer lists them in order. The caller saves the state.
-func (s *Server) end(ctx context.Context, se *session, ev policy.Event, uid uint32) Ended {
+func (s *Server) end(ctx context.Context, se *session, ev policy.Event, uid uint32) api.Ended {
 	return s.endSparing(ctx, se, ev, uid, nil)
 }
 
 // endSparing is end with spare added to the session's keep rules.
-func (s *Server) endSparing(ctx context.Context, se *session, ev policy.Event, uid uint32, spare policy.KeepRules) Ended {
+func (s *Server) endSparing(ctx context.Context, se *session, ev policy.Event, uid uint32, spare policy.KeepRules) api.Ended {
 	se.op.Lock()
 	defer se.op.Unlock()
 	s.claimArmed(se)
-	out := Ended{Session: se.id, Event: ev.String(), Kind: se.kind.String(), Reaping: s.opts.Reaping.String(), Roots: []RootEnd{}}
+	out := api.Ended{Session: se.id, Event: ev.String(), Kind: se.kind.String(), Reaping: s.opts.Reaping.String(), Roots: []api.RootEnd{}}
 	s.reg.mu.Lock()
 	keeps := append(se.keepRules(), spare...)
 	s.reg.mu.Unlock()
@@ -125,7 +126,7 @@ func (s *Server) endSparing(ctx context.Context, se *session, ev policy.Event, u
 	}
 	reps := tracker.SettleAll(ctx, jobs, opts)
 	s.syncStreams(ctx)
-	ends := make([]RootEnd, len(roots))
+	ends := make([]api.RootEnd, len(roots))
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, parallelSettles)
 	for i, e := range roots {
@@ -142,7 +143,7 @@ func (s *Server) endSparing(ctx context.Context, se *session, ev policy.Event, u
 
 // settled publishes the report of one settled root of se, and forgets the
 // root when ev calls for that.
-func (s *Server) settled(se *session, e rootEntry, ev policy.Event, rep *job.Report) RootEnd {
+func (s *Server) settled(se *session, e rootEntry, ev policy.Event, rep *job.Report) api.RootEnd {
 	s.hub.settled(se.id, rep, ev.String())
 	s.metrics.settled(rep)
 	if ev == policy.SessionClose || s.empty(e.rt) {
@@ -172,7 +173,7 @@ func (s *Server) forget(se *session, e rootEntry) {
 // closeSession closes id's child sessions, then id itself: its roots are
 // decided on as a session close calls for, then forgotten, and the session
 // is gone.
-func (s *Server) closeSession(ctx context.Context, id string, uid uint32) Ended {
+func (s *Server) closeSession(ctx context.Context, id string, uid uint32) api.Ended {
 	return s.closeSparing(ctx, id, uid, nil)
 }
 
@@ -181,7 +182,7 @@ func (s *Server) closeSession(ctx context.Context, id string, uid uint32) Ended 
 // is reaped, and from then on the session takes no new root, keep or
 // child: a daemon restarted after a crash finishes it (restore), and a
 // child can't be left behind.
-func (s *Server) closeSparing(ctx context.Context, id string, uid uint32, spare policy.KeepRules) Ended {
+func (s *Server) closeSparing(ctx context.Context, id string, uid uint32, spare policy.KeepRules) api.Ended {
 	s.reg.mu.Lock()
 	se := s.reg.sessions[id]
 	var kids []string
@@ -192,10 +193,10 @@ func (s *Server) closeSparing(ctx context.Context, id string, uid uint32, spare 
 	}
 	s.reg.mu.Unlock()
 	if se == nil {
-		return Ended{Session: id, Event: policy.SessionClose.String(), Roots: []RootEnd{}}
+		return api.Ended{Session: id, Event: policy.SessionClose.String(), Roots: []api.RootEnd{}}
 	}
 	s.save()
-	var done []Ended
+	var done []api.Ended
 	for _, kid := range kids {
 		done = append(done, s.closeSparing(ctx, kid, uid, spare))
 	}
@@ -214,8 +215,8 @@ func (s *Server) closeSparing(ctx context.Context, id string, uid uint32, spare 
 }
 
 // rootEnd turns a job's report into the API's outcomes.
-func (se *session) rootEnd(e rootEntry, rep *job.Report) RootEnd {
-	re := RootEnd{Root: e.id, Label: e.rt.label, Decision: rep.Decision, Outcomes: []Outcome{}, Warnings: rep.Warnings}
+func (se *session) rootEnd(e rootEntry, rep *job.Report) api.RootEnd {
+	re := api.RootEnd{Root: e.id, Label: e.rt.label, Decision: rep.Decision, Outcomes: []api.Outcome{}, Warnings: rep.Warnings}
 	for _, l := range rep.Leftovers {
 		re.Outcomes = append(re.Outcomes, se.outcome(l.Member, e.rt.label, l.Argv, l.Age, lineage.Reported, ""))
 	}
@@ -230,8 +231,8 @@ func (se *session) rootEnd(e rootEntry, rep *job.Report) RootEnd {
 	return re
 }
 
-func (se *session) outcome(m lineage.Member, label string, argv []string, age time.Duration, result lineage.Result, reason string) Outcome {
-	return Outcome{
+func (se *session) outcome(m lineage.Member, label string, argv []string, age time.Duration, result lineage.Result, reason string) api.Outcome {
+	return api.Outcome{
 		Process: m.Identity, Parent: m.Parent, Argv: argv, Label: label, Session: se.id,
 		Kind: se.kind.String(), Age: age, Result: result, Reason: reason,
 	}

@@ -130,7 +130,7 @@ func TestHoldersNamesTheMembersHoldingAPipe(t *testing.T) {
 	w.Close()
 	l.procs = append(l.procs, c)
 	root := lineage.Identity{PID: uint32(c.Process.Pid), StartTicks: startTicks(c.Process.Pid)}
-	l.do("POST", "/v1/roots", AddRoot{PID: int64(root.PID), Start: root.StartTicks, Session: "held", Kind: "autonomous"}, nil)
+	l.do("POST", "/v1/roots", api.AddRoot{PID: int64(root.PID), Start: root.StartTicks, Session: "held", Kind: "autonomous"}, nil)
 	sleepers := waitSleepers(t, l.mark, 2)
 
 	ino := inode(t, r)
@@ -214,7 +214,7 @@ func TestHoldersOfTheOtherEndOfASocket(t *testing.T) {
 	theirs.Close()
 	l.procs = append(l.procs, c)
 	root := lineage.Identity{PID: uint32(c.Process.Pid), StartTicks: startTicks(c.Process.Pid)}
-	l.do("POST", "/v1/roots", AddRoot{PID: int64(root.PID), Start: root.StartTicks, Session: "sock", Kind: "autonomous"}, nil)
+	l.do("POST", "/v1/roots", api.AddRoot{PID: int64(root.PID), Start: root.StartTicks, Session: "sock", Kind: "autonomous"}, nil)
 	sleepers := waitSleepers(t, l.mark, 1)
 	ino := inode(t, mine)
 	var got api.Holders

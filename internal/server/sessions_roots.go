@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/tracker"
@@ -62,7 +63,7 @@ func (s *Server) addRoot(r *http.Request, p Peer) (int, any, error) {
 // doesn't exist. A session's name is its opener's: only its uid adds roots
 // to it. Root joins another uid's session only when it asks to (Join);
 // any other uid is told the id is taken, as by an open of that id.
-func (s *Server) sessionForRoot(req AddRoot, p Peer) (*session, bool, error) {
+func (s *Server) sessionForRoot(req api.AddRoot, p Peer) (*session, bool, error) {
 	var err error
 	if req.Keep, err = s.resolveKeeps(req.Keep); err != nil {
 		return nil, false, err
@@ -83,7 +84,7 @@ func (s *Server) sessionForRoot(req AddRoot, p Peer) (*session, bool, error) {
 	if req.Join {
 		return nil, false, notFound("no session %q to join", req.Session)
 	}
-	se, err := s.newSession(OpenSession{ID: req.Session, Kind: req.Kind, Label: req.Label, Owner: req.Owner, Keep: req.Keep}, p)
+	se, err := s.newSession(api.OpenSession{ID: req.Session, Kind: req.Kind, Label: req.Label, Owner: req.Owner, Keep: req.Keep}, p)
 	if err == nil && se.owner != nil {
 		if err = s.watchOwner(se); err != nil {
 			s.removeSession(se)
@@ -93,14 +94,14 @@ func (s *Server) sessionForRoot(req AddRoot, p Peer) (*session, bool, error) {
 }
 
 // register makes id a root of se, serialised with se's ends and close.
-func (s *Server) register(se *session, id lineage.Identity, label string, command []string) (Root, error) {
+func (s *Server) register(se *session, id lineage.Identity, label string, command []string) (api.Root, error) {
 	se.op.Lock()
 	defer se.op.Unlock()
 	s.reg.mu.Lock()
 	closing := se.closing || se.closed
 	s.reg.mu.Unlock()
 	if closing {
-		return Root{}, conflict("session %q is closing", se.id)
+		return api.Root{}, conflict("session %q is closing", se.id)
 	}
 	// Indexed first (unless another session's root still is), so that
 	// the session's streams and record get the lineage's events from its
@@ -111,7 +112,7 @@ func (s *Server) register(se *session, id lineage.Identity, label string, comman
 		if !had {
 			s.reg.rootSession.Delete(id)
 		}
-		return Root{}, fmt.Errorf("register: %w", err)
+		return api.Root{}, fmt.Errorf("register: %w", err)
 	}
 	rt := &root{job: j, label: label, added: time.Now(), command: command}
 	if command == nil {
@@ -148,7 +149,7 @@ func (s *Server) listRoots(r *http.Request, p Peer) (int, any, error) {
 			return 0, nil, err
 		}
 	}
-	out := []Root{}
+	out := []api.Root{}
 	for sid, se := range s.reg.sessions {
 		if !se.visible(p) || (want != "" && sid != want) {
 			continue
@@ -157,7 +158,7 @@ func (s *Server) listRoots(r *http.Request, p Peer) (int, any, error) {
 			out = append(out, rt.view(id, sid))
 		}
 	}
-	slices.SortFunc(out, func(a, b Root) int { return lineage.Compare(a.Root, b.Root) })
+	slices.SortFunc(out, func(a, b api.Root) int { return lineage.Compare(a.Root, b.Root) })
 	return http.StatusOK, out, nil
 }
 
@@ -192,9 +193,9 @@ func (s *Server) getRoot(r *http.Request, p Peer) (int, any, error) {
 	s.reg.mu.Lock()
 	v := rt.view(id, se.id)
 	s.reg.mu.Unlock()
-	v.Members = []Member{}
+	v.Members = []api.Member{}
 	for _, l := range live {
-		v.Members = append(v.Members, Member{Process: l.Identity, Parent: l.Parent, Comm: l.Comm, Argv: l.Argv, Age: l.Age})
+		v.Members = append(v.Members, api.Member{Process: l.Identity, Parent: l.Parent, Comm: l.Comm, Argv: l.Argv, Age: l.Age})
 	}
 	return http.StatusOK, v, nil
 }

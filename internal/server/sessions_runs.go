@@ -13,12 +13,9 @@ import (
 	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
-// EndRoot is the body of POST /v1/roots/{id}/end ([api.EndRoot]).
-type EndRoot = api.EndRoot
-
 // DecodeEndRoot reads and checks the body of POST /v1/roots/{id}/end.
-func DecodeEndRoot(r io.Reader) (EndRoot, policy.Event, error) {
-	var req EndRoot
+func DecodeEndRoot(r io.Reader) (api.EndRoot, policy.Event, error) {
+	var req api.EndRoot
 	if err := decodeBody(r, &req); err != nil {
 		return req, 0, err
 	}
@@ -40,7 +37,7 @@ func DecodeEndRoot(r io.Reader) (EndRoot, policy.Event, error) {
 	return req, ev, nil
 }
 
-// endRoot ends a run's root: see [EndRoot]. A caller that hangs up hurries
+// endRoot ends a run's root: see [api.EndRoot]. A caller that hangs up hurries
 // the reap: what is left is killed without waiting.
 func (s *Server) endRoot(r *http.Request, p Peer) (int, any, error) {
 	id, err := parseIdentityPath(r)

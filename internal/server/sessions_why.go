@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/tracker"
 )
@@ -65,10 +66,10 @@ func (s *Server) whyIdentity(text string) (lineage.Identity, error) {
 
 // whyView is a job's chain as the API shows it. se's fields it reads
 // don't change after the session opens.
-func (se *session) whyView(id lineage.Identity, e rootEntry, steps []tracker.Step) Why {
-	v := Why{Process: id, Session: se.id, Root: e.id, Label: e.rt.label, Chain: []WhyStep{}}
+func (se *session) whyView(id lineage.Identity, e rootEntry, steps []tracker.Step) api.Why {
+	v := api.Why{Process: id, Session: se.id, Root: e.id, Label: e.rt.label, Chain: []api.WhyStep{}}
 	for _, st := range steps {
-		ws := WhyStep{
+		ws := api.WhyStep{
 			Process: st.Identity, Parent: st.Parent, Session: se.id, Root: e.id, Label: e.rt.label,
 			Comm: st.Comm, Argv: st.Argv, Alive: st.Alive, PPID: st.PPID, IsRoot: st.Identity == e.id, Skipped: st.Skipped,
 		}

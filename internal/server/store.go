@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
@@ -41,7 +42,7 @@ func (s *Server) save() {
 // isn't pinned, and marshals their views.
 func (s *Server) takeChange() (store.Change, error) {
 	s.reg.mu.Lock()
-	views := make([]Session, 0, len(s.reg.dirty))
+	views := make([]api.Session, 0, len(s.reg.dirty))
 	var removed []string
 	for id := range s.reg.dirty {
 		if se := s.reg.sessions[id]; se != nil {
@@ -81,13 +82,13 @@ func (s *Server) takeChange() (store.Change, error) {
 // the next daemon ([tracker.Tracker.Resume]), so its saves skip the listing (a
 // pass over the whole membership map, 0.3 ms at 65,536 entries, at every
 // registration).
-func saveMembers(views []Session, members map[lineage.Identity][]lineage.Member) {
+func saveMembers(views []api.Session, members map[lineage.Identity][]lineage.Member) {
 	for i := range views {
 		for k := range views[i].Roots {
 			r := &views[i].Roots[k]
 			for _, m := range members[r.Root] {
 				if m.Identity != r.Root {
-					r.Members = append(r.Members, Member{Process: m.Identity, Parent: m.Parent})
+					r.Members = append(r.Members, api.Member{Process: m.Identity, Parent: m.Parent})
 				}
 			}
 		}
@@ -187,7 +188,7 @@ func (s *Server) restore() error {
 }
 
 // restoreRoot takes id back as a root of se, as saved in r.
-func (s *Server) restoreRoot(se *session, id lineage.Identity, r Root) error {
+func (s *Server) restoreRoot(se *session, id lineage.Identity, r api.Root) error {
 	j, err := s.tracker.Resume(id, tracker.RegisterOptions{Command: r.Command})
 	if err != nil {
 		return err
@@ -197,7 +198,7 @@ func (s *Server) restoreRoot(se *session, id lineage.Identity, r Root) error {
 	return nil
 }
 
-func (s *Server) restoreSession(ss Session) *session {
+func (s *Server) restoreSession(ss api.Session) *session {
 	se := &session{
 		id: ss.ID, kind: parseKind(ss.Kind), label: ss.Label, parent: ss.Parent, owner: ss.Owner,
 		selfClose: ss.SelfClose, uid: ss.UID, opened: ss.Opened, roots: make(map[lineage.Identity]*root),

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/server/store"
@@ -109,7 +110,7 @@ func (l *liveServer) root(sid string) lineage.Identity {
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	l.do("POST", "/v1/roots", AddRoot{PID: int64(c.Process.Pid), Start: start, Session: sid, Kind: "autonomous"}, nil)
+	l.do("POST", "/v1/roots", api.AddRoot{PID: int64(c.Process.Pid), Start: start, Session: sid, Kind: "autonomous"}, nil)
 	return lineage.Identity{PID: uint32(c.Process.Pid), StartTicks: start}
 }
 
@@ -119,23 +120,23 @@ func (l *liveServer) root(sid string) lineage.Identity {
 func TestJournalRoundTripThroughTheServer(t *testing.T) {
 	l := startLiveServer(t)
 	for i := range 6 {
-		l.do("POST", "/v1/sessions", OpenSession{ID: fmt.Sprint("s", i), Kind: "autonomous", Label: fmt.Sprint("session ", i)}, nil)
+		l.do("POST", "/v1/sessions", api.OpenSession{ID: fmt.Sprint("s", i), Kind: "autonomous", Label: fmt.Sprint("session ", i)}, nil)
 	}
 	var kept []lineage.Identity
 	for i := range 12 {
 		id := l.root(fmt.Sprint("s", i%6))
 		if i%4 == 0 {
-			l.do("POST", "/v1/keeps", AddKeep{Process: id.String(), Root: true}, nil)
+			l.do("POST", "/v1/keeps", api.AddKeep{Process: id.String(), Root: true}, nil)
 			kept = append(kept, id)
 		}
 	}
-	l.do("POST", "/v1/keeps", AddKeep{Process: kept[1].String(), TTL: "1h"}, nil)
+	l.do("POST", "/v1/keeps", api.AddKeep{Process: kept[1].String(), TTL: "1h"}, nil)
 	l.do("POST", "/v1/sessions/s1/close", nil, nil)
 	l.do("POST", "/v1/sessions/s3/close", nil, nil)
-	l.do("POST", "/v1/sessions", OpenSession{ID: "late", Kind: "interactive"}, nil)
+	l.do("POST", "/v1/sessions", api.OpenSession{ID: "late", Kind: "interactive"}, nil)
 	l.root("late")
 
-	var live []Session
+	var live []api.Session
 	l.do("GET", "/v1/sessions", nil, &live)
 	if len(live) != 5 {
 		t.Fatalf("%d sessions live, want 5", len(live))
@@ -182,9 +183,9 @@ func (s *Server) nextIDNow() int {
 func TestServerSavesWhatARequestChanged(t *testing.T) {
 	l := startLiveServer(t)
 	for i := range 200 {
-		l.do("POST", "/v1/sessions", OpenSession{ID: fmt.Sprint("idle", i), Kind: "autonomous"}, nil)
+		l.do("POST", "/v1/sessions", api.OpenSession{ID: fmt.Sprint("idle", i), Kind: "autonomous"}, nil)
 	}
-	l.do("POST", "/v1/sessions", OpenSession{ID: "busy", Kind: "autonomous"}, nil)
+	l.do("POST", "/v1/sessions", api.OpenSession{ID: "busy", Kind: "autonomous"}, nil)
 	before := len(journalLines(t, l.dir))
 	l.root("busy")
 	lines := journalLines(t, l.dir)
@@ -192,8 +193,8 @@ func TestServerSavesWhatARequestChanged(t *testing.T) {
 		t.Fatalf("%d journal lines after a registration, want %d", len(lines), before+1)
 	}
 	var rec struct {
-		Sessions []Session `json:"sessions"`
-		Removed  []string  `json:"removed"`
+		Sessions []api.Session `json:"sessions"`
+		Removed  []string      `json:"removed"`
 	}
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &rec); err != nil {
 		t.Fatal(err)
@@ -248,7 +249,7 @@ func sameSessions(t *testing.T, got, want store.State) {
 	t.Helper()
 	sorted := func(st store.State) string {
 		ss := slices.Clone(st.Sessions)
-		slices.SortFunc(ss, func(a, b Session) int { return strings.Compare(a.ID, b.ID) })
+		slices.SortFunc(ss, func(a, b api.Session) int { return strings.Compare(a.ID, b.ID) })
 		data, _ := json.Marshal(ss)
 		return fmt.Sprintf("next %d %s", st.NextID, data)
 	}

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader/bpf"
 	"github.com/lineage-dev/lineage/internal/policy"
-	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -44,7 +44,7 @@ func TestServeKeepsAreTheKernelsAsTheyApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.do("POST", "/v1/sessions", server.OpenSession{ID: "kk", Kind: "autonomous", Keep: []policy.Keep{rule}}, nil)
+	d.do("POST", "/v1/sessions", api.OpenSession{ID: "kk", Kind: "autonomous", Keep: []policy.Keep{rule}}, nil)
 	d.execRoot("kk", "autonomous", fmt.Sprintf("setsid %s %s & setsid sleep %s & sleep 0.2", kept, testutil.Sleep(mark), testutil.Sleep(mark)))
 	var running, plain testutil.Proc
 	testutil.Eventually(t, 20*time.Second, "the kept program and the plain sleeper run", func() bool {
@@ -78,7 +78,7 @@ func TestServeKeepsAreTheKernelsAsTheyApply(t *testing.T) {
 	}
 
 	plainRule := plainID.String()
-	d.do("POST", "/v1/keeps", server.AddKeep{Process: plainRule}, nil)
+	d.do("POST", "/v1/keeps", api.AddKeep{Process: plainRule}, nil)
 	if !spared(plainID)[plainID] {
 		t.Errorf("the sleeper kept by identity is not marked spared once its keep is added")
 	}
