@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/server"
+	"github.com/lineage-dev/lineage/api"
 	"golang.org/x/sys/unix"
 )
 
@@ -54,7 +54,7 @@ func closeOnce(d *serveDaemon, session string, roots, each int) (time.Duration, 
 	if err != nil {
 		return 0, err
 	}
-	var end server.Ended
+	var end api.Ended
 	start := time.Now()
 	err = d.do("POST", "/v1/sessions/"+session+"/close", nil, &end)
 	took := time.Since(start)
@@ -68,7 +68,7 @@ func closeOnce(d *serveDaemon, session string, roots, each int) (time.Duration, 
 	return took, nil
 }
 
-func countEnded(end server.Ended) int {
+func countEnded(end api.Ended) int {
 	n := 0
 	for _, r := range end.Roots {
 		for _, o := range r.Outcomes {
@@ -102,7 +102,7 @@ func closeHeld(d *serveDaemon, session string, n int, tag string) (time.Duration
 	if err != nil {
 		return 0, err
 	}
-	var end server.Ended
+	var end api.Ended
 	start := time.Now()
 	err = d.do("POST", "/v1/sessions/"+session+"/close", nil, &end)
 	took := time.Since(start)

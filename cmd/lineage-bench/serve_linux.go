@@ -17,8 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/client"
-	"github.com/lineage-dev/lineage/internal/server"
 )
 
 // The sidecar's figures, each against one running `lineage serve` (bpf):
@@ -248,9 +248,9 @@ func measureAdopt(d *serveDaemon, rounds, n int) ([]float64, error) {
 			return nil, err
 		}
 		session := fmt.Sprintf("bench-adopt-%d", r)
-		var root server.Root
+		var root api.Root
 		start := time.Now()
-		err = d.do("POST", "/v1/roots", server.AddRoot{PID: int64(cmd.Process.Pid), Session: session}, &root)
+		err = d.do("POST", "/v1/roots", api.AddRoot{PID: int64(cmd.Process.Pid), Session: session}, &root)
 		took := time.Since(start)
 		if err == nil {
 			err = d.do("GET", "/v1/roots/"+root.Root.String(), nil, &root)
@@ -271,12 +271,12 @@ func measureAdopt(d *serveDaemon, rounds, n int) ([]float64, error) {
 }
 
 // liveMembers counts the live members of session's roots.
-func (d *serveDaemon) liveMembers(session string) (int, []server.Outcome, error) {
-	var rep server.Ended
+func (d *serveDaemon) liveMembers(session string) (int, []api.Outcome, error) {
+	var rep api.Ended
 	if err := d.do("GET", "/v1/sessions/"+session+"/report", nil, &rep); err != nil {
 		return 0, nil, err
 	}
-	var all []server.Outcome
+	var all []api.Outcome
 	for _, r := range rep.Roots {
 		all = append(all, r.Outcomes...)
 	}
@@ -284,7 +284,7 @@ func (d *serveDaemon) liveMembers(session string) (int, []server.Outcome, error)
 }
 
 // waitMembers waits until session has at least n live members.
-func (d *serveDaemon) waitMembers(session string, n int) ([]server.Outcome, error) {
+func (d *serveDaemon) waitMembers(session string, n int) ([]api.Outcome, error) {
 	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
 		got, all, err := d.liveMembers(session)
 		var ae *client.APIError
@@ -302,7 +302,7 @@ func (d *serveDaemon) waitMembers(session string, n int) ([]server.Outcome, erro
 
 // reapZombies waits for the leftovers that were reparented to this
 // process (a child subreaper) and have died.
-func reapZombies(live []server.Outcome) {
+func reapZombies(live []api.Outcome) {
 	for _, o := range live {
 		var ws syscall.WaitStatus
 		_, _ = syscall.Wait4(int(o.Process.PID), &ws, syscall.WNOHANG, nil)

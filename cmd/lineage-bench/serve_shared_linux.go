@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/client"
-	"github.com/lineage-dev/lineage/internal/server"
 )
 
 // The figures of a daemon many users share (-only shared):
@@ -96,7 +96,7 @@ func measureScale(lineageBin string, rounds, runs int) (map[int]scaleFigure, err
 		}
 		daemons[n] = d
 		for i := 1; i < n; i++ {
-			if err := d.do("POST", "/v1/sessions", server.OpenSession{ID: fmt.Sprintf("idle-%d", i), Kind: "autonomous"}, nil); err != nil {
+			if err := d.do("POST", "/v1/sessions", api.OpenSession{ID: fmt.Sprintf("idle-%d", i), Kind: "autonomous"}, nil); err != nil {
 				return nil, fmt.Errorf("open session %d of %d: %w", i, n, err)
 			}
 		}
@@ -250,7 +250,7 @@ const maxHeldStreams = 4096
 func holdStreams(sock, session string) {
 	c := client.New(sock)
 	ctx := context.Background()
-	if err := c.Do(ctx, "POST", "/v1/sessions", server.OpenSession{ID: session}, nil); err != nil {
+	if err := c.Do(ctx, "POST", "/v1/sessions", api.OpenSession{ID: session}, nil); err != nil {
 		fail(err)
 	}
 	var held []io.ReadCloser
@@ -279,7 +279,7 @@ func statusLatencies(sock string, n int) (latencies, error) {
 	for range n {
 		c := client.New(sock)
 		start := time.Now()
-		var st server.Status
+		var st api.Status
 		err := c.Do(context.Background(), "GET", "/v1/status", nil, &st)
 		took = append(took, float64(time.Since(start)))
 		c.Close()

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/server"
 )
 
 // hostile is what a leftover can put in its argv, or a caller in a label:
@@ -18,12 +18,12 @@ func TestClientTextEscapesWhatMembersControl(t *testing.T) {
 	root := lineage.Identity{PID: 10, StartTicks: 100}
 	child := lineage.Identity{PID: 11, StartTicks: 110}
 	var b strings.Builder
-	printEnded(&b, server.Ended{Session: "s", Roots: []server.RootEnd{{
+	printEnded(&b, api.Ended{Session: "s", Roots: []api.RootEnd{{
 		Root: root, Label: hostile, Decision: "reap",
-		Outcomes: []server.Outcome{{Process: child, Argv: []string{"sleep", hostile}, Result: "terminated"}},
+		Outcomes: []api.Outcome{{Process: child, Argv: []string{"sleep", hostile}, Result: "terminated"}},
 		Warnings: []string{hostile},
 	}}})
-	printTree(&b, []server.Member{
+	printTree(&b, []api.Member{
 		{Process: root, Parent: root, Argv: []string{"sh", hostile}},
 		{Process: child, Parent: root, Argv: []string{hostile}},
 	})

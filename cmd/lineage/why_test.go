@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/cli"
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/server"
 )
 
 func TestNewCmdWhy(t *testing.T) {
@@ -33,7 +33,7 @@ func TestNewCmdWhy(t *testing.T) {
 func TestPrintWhyEscapesControlCharacters(t *testing.T) {
 	hostile := "x\x1b[2J\nlineage: nothing was left behind"
 	me, parent, root := lineage.Identity{PID: 30, StartTicks: 3}, lineage.Identity{PID: 20, StartTicks: 2}, lineage.Identity{PID: 10, StartTicks: 1}
-	v := server.Why{Process: me, Session: "s", Root: root, Label: hostile, Complete: false, Chain: []server.WhyStep{
+	v := api.Why{Process: me, Session: "s", Root: root, Label: hostile, Complete: false, Chain: []api.WhyStep{
 		{Process: me, Parent: parent, Argv: []string{"sleep", hostile}, Alive: true, PPID: 1},
 		{Process: parent, Parent: root, Comm: hostile, Exit: "exit 0", Skipped: 2},
 	}}

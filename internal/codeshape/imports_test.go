@@ -47,8 +47,9 @@ var layers = map[string]int{
 	"internal/report": 4,
 	// A tracker owned by this process, for run and serve.
 	"internal/tracker": 5,
-	// The sidecar.
-	"internal/server": 6,
+	// The sidecar's store of sessions (snapshot and journal); the sidecar.
+	"internal/server/store": 5,
+	"internal/server":       6,
 	// What the two binaries' command lines share (the front links it).
 	"internal/cli": 6,
 }

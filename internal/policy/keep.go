@@ -187,6 +187,10 @@ func (k Keep) Exe() (exe string, ok bool) { return k.exe, k.by == keepExe }
 // [KeepRules.ResolveExe] resolved it; ok is false otherwise.
 func (k Keep) File() (lineage.FileID, bool) { return k.file, k.by == keepExe && !k.file.IsZero() }
 
+// Process returns the one process a rule by identity (PID@START) keeps;
+// ok is false for the other rules.
+func (k Keep) Process() (id lineage.Identity, ok bool) { return k.id, k.by == keepIdentity }
+
 // KeepRules is a set of keep rules; a member is spared when any rule spares
 // it. A nil KeepRules spares nothing.
 type KeepRules []Keep

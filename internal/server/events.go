@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/record"
@@ -28,7 +29,7 @@ type subscriber struct {
 	ch      chan item
 	session string
 	lost    uint64
-	// follows is the session a filtered stream follows (streamend.go);
+	// follows is the session a filtered stream follows (events_streamend.go);
 	// ended is closed, once, when that session has closed.
 	follows *session
 	ended   chan struct{}
@@ -183,9 +184,9 @@ func (s *Server) events(r *http.Request, p Peer) (int, any, error) {
 	want := r.URL.Query().Get("session")
 	var follows *session
 	if want != "" {
-		s.mu.Lock()
+		s.reg.mu.Lock()
 		se, err := s.lookup(want, p)
-		s.mu.Unlock()
+		s.reg.mu.Unlock()
 		if err != nil {
 			return 0, nil, err
 		}
@@ -196,7 +197,7 @@ func (s *Server) events(r *http.Request, p Peer) (int, any, error) {
 	w := r.Context().Value(responseKey{}).(http.ResponseWriter)
 	f, ok := w.(http.Flusher)
 	if !ok {
-		return 0, nil, errorf(http.StatusInternalServerError, CodeInternal, "streaming unsupported")
+		return 0, nil, errorf(http.StatusInternalServerError, api.CodeInternal, "streaming unsupported")
 	}
 	if err := s.usage.take(p.UID, limitStreams, 1); err != nil {
 		return 0, nil, err
@@ -250,5 +251,5 @@ const eventsAfterForget = 10 * time.Second
 // unindex stops sending root's events to its session's streams, once its
 // late events are through.
 func (s *Server) unindex(root lineage.Identity) {
-	time.AfterFunc(eventsAfterForget, func() { s.rootSession.Delete(root) })
+	time.AfterFunc(eventsAfterForget, func() { s.reg.rootSession.Delete(root) })
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -137,14 +138,10 @@ func (s *Server) ServeMetrics(ln net.Listener) error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", s.metrics.handler())
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
-	s.mu.Lock()
-	if s.metricsClosed {
-		s.mu.Unlock()
+	if !s.metricsHTTP.add(srv) {
 		ln.Close()
 		return nil
 	}
-	s.metricsHTTP = append(s.metricsHTTP, srv)
-	s.mu.Unlock()
 	err := srv.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
@@ -152,12 +149,33 @@ func (s *Server) ServeMetrics(ln net.Listener) error {
 	return err
 }
 
-// stopMetrics shuts the metrics listeners down.
-func (s *Server) stopMetrics(ctx context.Context) {
-	s.mu.Lock()
-	srvs := s.metricsHTTP
-	s.metricsHTTP, s.metricsClosed = nil, true
-	s.mu.Unlock()
+// metricsListeners are the HTTP servers answering /metrics on TCP
+// listeners (ServeMetrics); closed is set once Close began, after which
+// none is added. mu guards both, and is taken with no other lock held.
+type metricsListeners struct {
+	mu      sync.Mutex
+	servers []*http.Server
+	closed  bool
+}
+
+// add adds srv, unless the listeners are closed: it reports whether it did.
+func (m *metricsListeners) add(srv *http.Server) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return false
+	}
+	m.servers = append(m.servers, srv)
+	return true
+}
+
+// shutdown closes the listeners and shuts their servers down; any added
+// later is refused.
+func (m *metricsListeners) shutdown(ctx context.Context) {
+	m.mu.Lock()
+	srvs := m.servers
+	m.servers, m.closed = nil, true
+	m.mu.Unlock()
 	for _, srv := range srvs {
 		_ = srv.Shutdown(ctx)
 	}

@@ -39,16 +39,16 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.s
-	s.mu.Lock()
-	sessions, roots := len(s.sessions), 0
+	s.reg.mu.Lock()
+	sessions, roots := len(s.reg.sessions), 0
 	jobs := []*tracker.Job{}
-	for _, se := range s.sessions {
+	for _, se := range s.reg.sessions {
 		roots += len(se.roots)
 		for _, rt := range se.roots {
 			jobs = append(jobs, rt.job)
 		}
 	}
-	s.mu.Unlock()
+	s.reg.mu.Unlock()
 	ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(sessions))
 	ch <- prometheus.MustNewConstMetric(descRoots, prometheus.GaugeValue, float64(roots))
 	if st, err := s.tracker.Stats(); err != nil {

@@ -7,14 +7,14 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"runtime"
-	"sync"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/proc"
+	"github.com/lineage-dev/lineage/internal/server/store"
 	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
@@ -42,49 +42,49 @@ type Options struct {
 
 // Server holds the tracker, the sessions and their roots and keeps. Open
 // it, Serve it on a listener, Close it last. Closing kills nothing.
+//
+// Its fields are its parts, each guarded by its own lock, taken in this
+// order and never the reverse: the lifecycle's background lock (read),
+// the store's save lock, the registry's mu, the quotas' lock. doc.go lists
+// which files own which part.
 type Server struct {
-	opts    Options
+	// opts, log and proc are set by Open and never change.
+	opts Options
+	log  io.Writer
+	proc proc.FS
+	// tracker is the host's one tracker, open from Open to Close; its
+	// events go to the arms, the metrics and the hub, in that order.
 	tracker *tracker.Tracker
-	proc    proc.FS
-	hub     *hub
-	http    *http.Server
-	log     io.Writer
-
-	// mu guards sessions and their fields, never held across I/O.
-	mu       sync.Mutex
-	sessions map[string]*session
-	nextID   int
-	// dirty names the sessions changed (or gone) since the last save.
-	dirty map[string]bool
-	// usage counts what each uid holds open, against opts.Quotas.
+	// reg is the sessions: by id, the next number, those changed since
+	// the last save, and each root's session (sessions_registry.go).
+	reg registry
+	// usage counts what each uid holds open, against opts.Quotas; its own
+	// lock (http_quota.go).
 	usage *usage
-	// lock is the state directory's lock, held while the server is open.
-	lock *os.File
-	// rootSession maps a root to its session's id, for event filtering.
-	rootSession sync.Map
-	state       *stateFile
-	closing     sync.Once
-	closeErr    error
-	// stopLoops ends the background loops: the save loop, the loss
-	// watcher.
-	stopLoops chan struct{}
-	// bgMu orders the saves no request asked for (the save loop, keep
-	// expiries), which run under its read lock, before the tracker's
-	// close, which sets bgClosed under its lock first.
-	bgMu     sync.RWMutex
-	bgClosed bool
-	// metrics are the /metrics series; metricsHTTP the TCP listeners
-	// serving them (guarded by mu), metricsClosed set once Close began.
-	metrics       *metrics
-	metricsHTTP   []*http.Server
-	metricsClosed bool
-	// loops are the background loops, waited for before the tracker
-	// closes.
-	loops sync.WaitGroup
-	// records, if set, writes each session's record (records.go).
+	// lock and state are the store, nil when the server keeps no state:
+	// the state directory's lock, held from Open to the end of Close, and
+	// its snapshot and journal (package store; store.go is the server's
+	// side).
+	lock  *store.DirLock
+	state *store.Store
+	// hub fans the tracker's events out to the event streams (events.go);
+	// records, if set, writes each session's record from it
+	// (events_records.go).
+	hub     *hub
 	records *records
-	// arms maps sessions to cookies and armed processes (arms.go).
+	// arms maps sessions to cookies and armed processes; its own lock
+	// (sessions_arms.go).
 	arms armsState
+	// metrics are the /metrics series; metricsHTTP the TCP listeners
+	// serving them (metrics.go, metrics_state.go).
+	metrics     *metrics
+	metricsHTTP metricsListeners
+	// http serves the API on the socket: routes here, the caller and its
+	// rights in http_peer.go and http_authz.go, bodies in http_body.go and
+	// http_decode.go.
+	http *http.Server
+	// life is the background loops and the one close (server_lifecycle.go).
+	life lifecycle
 }
 
 // Open opens the tracker (taking a pinned one over, when
@@ -94,11 +94,49 @@ type Server struct {
 // again, and roots the pinned tracker has that no saved session names go to
 // a recovered session. The calling process becomes a child subreaper, as
 // for any tracker.
+//
+// Open runs its steps in order; a step that fails undoes those before it,
+// last first, and Open returns its error.
 func Open(opts Options) (*Server, error) {
+	s, err := newServer(opts)
+	if err != nil {
+		return nil, err
+	}
+	var undo unwind
+	for _, step := range []func(*unwind) error{s.openStore, s.openTracker, s.startRecords, s.restoreState} {
+		if err := step(&undo); err != nil {
+			undo.run()
+			return nil, err
+		}
+	}
+	s.takeOver()
+	// The first save writes a snapshot (the state as restored) and starts
+	// an empty journal: a restarted daemon starts from one snapshot.
+	s.save()
+	s.startLoops()
+	s.http = s.newHTTP()
+	return s, nil
+}
+
+// unwind is what Open undoes when a later step fails: each step that
+// succeeds adds what undoes it, and run undoes them, last first.
+type unwind []func()
+
+func (u *unwind) add(f func()) { *u = append(*u, f) }
+
+func (u unwind) run() {
+	for i := len(u) - 1; i >= 0; i-- {
+		u[i]()
+	}
+}
+
+// newServer checks opts and makes the server's parts, opening nothing but
+// /proc.
+func newServer(opts Options) (*Server, error) {
 	if err := opts.Quotas.validate(); err != nil {
 		return nil, fmt.Errorf("%w %w", lineage.ErrInvalid, err)
 	}
-	s := &Server{opts: opts, sessions: make(map[string]*session), dirty: make(map[string]bool), hub: newHub(), log: opts.Log}
+	s := &Server{opts: opts, reg: newRegistry(), hub: newHub(), log: opts.Log, life: newLifecycle()}
 	if s.log == nil {
 		s.log = io.Discard
 	}
@@ -106,23 +144,33 @@ func Open(opts Options) (*Server, error) {
 	if s.proc, err = proc.Open("/proc"); err != nil {
 		return nil, err
 	}
-	if err := s.openStateDir(); err != nil {
-		return nil, err
-	}
-	fail := func(err error) (*Server, error) {
-		if s.lock != nil {
-			s.lock.Close()
-		}
-		return nil, err
-	}
-	s.hub.sessionOf = func(id lineage.Identity) string {
-		v, _ := s.rootSession.Load(id)
-		sid, _ := v.(string)
-		return sid
-	}
+	s.hub.sessionOf = s.reg.sessionOf
 	s.metrics = newMetrics(s)
 	s.usage = newUsage(opts.Quotas, s.metrics.refused)
-	topts := opts.Tracker
+	return s, nil
+}
+
+// openStore locks and opens the state directory, if the server keeps a
+// state: the lock first, so that a second daemon reads and writes nothing
+// of the first's. Undone, the lock is released.
+func (s *Server) openStore(undo *unwind) error {
+	dir := s.opts.StateDir
+	if dir == "" {
+		return nil
+	}
+	var err error
+	if s.lock, err = store.LockDir(dir); err != nil {
+		return err
+	}
+	undo.add(s.lock.Release)
+	s.state, err = store.Open(dir)
+	return err
+}
+
+// openTracker opens the tracker, its events going to the arms, the
+// metrics and the hub, and readies the arms. Undone, the tracker closes.
+func (s *Server) openTracker(undo *unwind) error {
+	topts := s.opts.Tracker
 	topts.OnEvent = func(ev lineage.Event) {
 		if ev.Armed {
 			s.armedFork(ev)
@@ -130,77 +178,65 @@ func Open(opts Options) (*Server, error) {
 		s.metrics.event(ev)
 		s.hub.event(ev)
 	}
+	var err error
 	if s.tracker, err = tracker.OpenTracker(topts); err != nil {
-		return fail(err)
+		return err
 	}
+	undo.add(func() { s.tracker.Close() })
 	s.arms.ready.Store(true)
-	if err := s.startRecords(); err != nil {
-		s.tracker.Close()
-		return fail(err)
+	return nil
+}
+
+// startRecords starts the session records' writer, if Options.Record
+// asks for one (events_records.go). Undone, the hub closes, which ends the
+// writer, and the writer is waited for.
+func (s *Server) startRecords(undo *unwind) error {
+	if err := s.openRecords(); err != nil {
+		return err
 	}
-	if err := s.restore(); err != nil {
+	undo.add(func() {
 		s.hub.close()
 		s.records.wait()
-		s.tracker.Close()
-		return fail(err)
-	}
+	})
+	return nil
+}
+
+// restoreState restores the sessions the store reads back (store.go's
+// restore). Its last step, it adds nothing to undo.
+func (s *Server) restoreState(*unwind) error { return s.restore() }
+
+// takeOver makes what a pinned tracker holds this server's: roots no
+// restored session names go to a recovered session, every session's keeps
+// are the kernel's again, and the arms of an earlier daemon, whose cookies
+// this one doesn't know, are cleared.
+func (s *Server) takeOver() {
 	s.adoptUnlisted()
-	// The arms a pinned tracker holds are an earlier daemon's, whose
-	// cookies this one doesn't know.
+	s.keepAllInKernel()
 	if err := s.tracker.ClearArms(); err != nil {
 		s.note("lineage: clear the pinned tracker's arms: %v\n", err)
 	}
-	// The first save writes a snapshot (the state as restored) and starts
-	// an empty journal: a restarted daemon starts from one snapshot.
-	s.save()
-	s.startLoops()
-	s.http = &http.Server{
-		Handler:           s.readBodies(s.routes()),
-		ConnContext:       peerContext,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       time.Minute,
-	}
-	return s, nil
-}
-
-// openStateDir checks and locks the state directory, if the server keeps
-// a state: the lock first, so that a second daemon reads and writes
-// nothing of the first's.
-func (s *Server) openStateDir() error {
-	dir := s.opts.StateDir
-	if dir == "" {
-		return nil
-	}
-	if err := privateDir(dir, "state dir"); err != nil {
-		return err
-	}
-	var err error
-	if s.lock, err = lockState(dir); err != nil {
-		return err
-	}
-	if s.state, err = openState(dir); err != nil {
-		s.lock.Close()
-		return err
-	}
-	return nil
 }
 
 // startLoops starts the background loops: the loss watcher, and, when
 // the members of an unpinned tracker must be saved, the save loop.
 func (s *Server) startLoops() {
-	s.stopLoops = make(chan struct{})
 	lost, statsErr := s.tracker.Stats()
-	s.loops.Add(1)
-	go func() {
-		defer s.loops.Done()
-		s.watchLosses(s.stopLoops, lossEvery, lost, statsErr == nil)
-	}()
+	s.life.goLoop(func(stop <-chan struct{}) {
+		s.watchLosses(stop, lossEvery, lost, statsErr == nil)
+	})
 	if s.state != nil && !s.pinned() {
-		s.loops.Add(1)
-		go func() {
-			defer s.loops.Done()
-			s.saveLoop(s.stopLoops)
-		}()
+		s.life.goLoop(s.saveLoop)
+	}
+}
+
+// newHTTP is the API's HTTP server: its routes, each request's body read
+// under a deadline, the peer's credentials in each connection's context.
+func (s *Server) newHTTP() *http.Server {
+	return &http.Server{
+		Handler:           s.readBodies(s.routes()),
+		ConnContext:       peerContext,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       time.Minute,
 	}
 }
 
@@ -219,36 +255,33 @@ func (s *Server) Serve(ln net.Listener) error {
 // tracks on in the kernel when it is pinned. Roots are neither reaped nor
 // forgotten: the state keeps them for the next start.
 func (s *Server) Close() error {
-	s.closing.Do(func() { s.closeErr = s.close() })
-	return s.closeErr
+	return s.life.closeOnce(s.close)
 }
 
+// close ends the parts in order: the streams and records, the loops, the
+// background work, the API and metrics listeners, the owners' watches, the
+// store (compacted), the tracker, and last the state directory's lock.
 func (s *Server) close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	s.hub.close()
 	s.records.wait()
-	close(s.stopLoops)
-	s.loops.Wait()
-	s.bgMu.Lock()
-	s.bgClosed = true
-	s.bgMu.Unlock()
+	s.life.stopLoops()
+	s.life.endBackground()
 	_ = s.http.Shutdown(ctx)
-	s.stopMetrics(ctx)
-	s.mu.Lock()
-	for _, se := range s.sessions {
+	s.metricsHTTP.shutdown(ctx)
+	s.reg.mu.Lock()
+	for _, se := range s.reg.sessions {
 		se.stopOwner()
 	}
-	s.mu.Unlock()
+	s.reg.mu.Unlock()
 	if s.state != nil {
-		if err := s.state.close(); err != nil {
+		if err := s.state.Close(); err != nil {
 			s.note("lineage: save state: %v\n", err)
 		}
 	}
 	err := s.tracker.Close()
-	if s.lock != nil {
-		s.lock.Close()
-	}
+	s.lock.Release()
 	return err
 }
 
@@ -266,7 +299,7 @@ func (m methods) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		for method := range m {
 			w.Header().Add("Allow", method)
 		}
-		writeError(w, errorf(http.StatusMethodNotAllowed, CodeMethod, "method %s not allowed on %s", r.Method, r.URL.Path))
+		writeError(w, errorf(http.StatusMethodNotAllowed, api.CodeMethod, "method %s not allowed on %s", r.Method, r.URL.Path))
 		return
 	}
 	r = r.WithContext(context.WithValue(r.Context(), responseKey{}, w))
@@ -315,7 +348,7 @@ func getOnly(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Add("Allow", http.MethodGet)
-			writeError(w, errorf(http.StatusMethodNotAllowed, CodeMethod, "method %s not allowed on %s", r.Method, r.URL.Path))
+			writeError(w, errorf(http.StatusMethodNotAllowed, api.CodeMethod, "method %s not allowed on %s", r.Method, r.URL.Path))
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -327,8 +360,8 @@ func getOnly(h http.Handler) http.Handler {
 func (s *Server) status(r *http.Request, p Peer) (int, any, error) {
 	n := s.usage.count(p.UID, limitSessions, p.Root())
 	b := s.tracker.Backend()
-	return http.StatusOK, Status{
-		API: APIVersion, Reaping: s.opts.Reaping.String(), Sessions: n, UID: p.UID, Goroutines: runtime.NumGoroutine(),
+	return http.StatusOK, api.Status{
+		API: api.APIVersion, Reaping: s.opts.Reaping.String(), Sessions: n, UID: p.UID, Goroutines: runtime.NumGoroutine(),
 		Backend: b.Backend, BackendReason: b.Reason,
 	}, nil
 }

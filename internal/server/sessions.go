@@ -8,14 +8,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/tracker"
 )
 
-// session is one session's state. Its fields are guarded by Server.mu;
+// session is one session's state. Its fields are guarded by reg.mu;
 // op serialises the work that touches its roots (register, end, close,
-// untrack), which may take long and is done without Server.mu.
+// untrack), which may take long and is done without reg.mu.
 type session struct {
 	id     string
 	kind   policy.Kind
@@ -63,16 +64,16 @@ func (se *session) stopOwner() {
 	}
 }
 
-// view is the session as the API shows it. Call with Server.mu held.
-func (se *session) view() Session {
-	v := Session{
+// view is the session as the API shows it. Call with reg.mu held.
+func (se *session) view() api.Session {
+	v := api.Session{
 		ID: se.id, Kind: se.kind.String(), Label: se.label, Parent: se.parent, Owner: se.owner,
-		SelfClose: se.selfClose, UID: se.uid, Opened: se.opened, Roots: []Root{}, Keeps: []Keep{}, Closing: se.closing,
+		SelfClose: se.selfClose, UID: se.uid, Opened: se.opened, Roots: []api.Root{}, Keeps: []api.Keep{}, Closing: se.closing,
 	}
 	for id, r := range se.roots {
 		v.Roots = append(v.Roots, r.view(id, se.id))
 	}
-	slices.SortFunc(v.Roots, func(a, b Root) int { return lineage.Compare(a.Root, b.Root) })
+	slices.SortFunc(v.Roots, func(a, b api.Root) int { return lineage.Compare(a.Root, b.Root) })
 	now := time.Now()
 	for _, k := range se.keeps {
 		if k.live(now) {
@@ -82,12 +83,12 @@ func (se *session) view() Session {
 	return v
 }
 
-func (r *root) view(id lineage.Identity, sess string) Root {
-	return Root{Root: id, Session: sess, Label: r.label, Command: r.command, Added: r.added}
+func (r *root) view(id lineage.Identity, sess string) api.Root {
+	return api.Root{Root: id, Session: sess, Label: r.label, Command: r.command, Added: r.added}
 }
 
-func (k keep) view() Keep {
-	v := Keep{Rule: k.rule.String()}
+func (k keep) view() api.Keep {
+	v := api.Keep{Rule: k.rule.String()}
 	if !k.expires.IsZero() {
 		e := k.expires
 		v.Expires = &e
@@ -95,7 +96,7 @@ func (k keep) view() Keep {
 	return v
 }
 
-// keepRules are the session's live keep rules. Call with Server.mu held.
+// keepRules are the session's live keep rules. Call with reg.mu held.
 func (se *session) keepRules() policy.KeepRules {
 	var rules policy.KeepRules
 	now := time.Now()
@@ -112,9 +113,9 @@ func (se *session) visible(p Peer) bool { return p.Root() || se.uid == p.UID }
 
 // lookup returns the session id that p may see. Another uid's session is,
 // to a caller other than root, as one that doesn't exist: the same 404.
-// Call with Server.mu held.
+// Call with reg.mu held.
 func (s *Server) lookup(id string, p Peer) (*session, error) {
-	se, ok := s.sessions[id]
+	se, ok := s.reg.sessions[id]
 	if !ok || se.closed || !se.visible(p) {
 		return nil, notFound("no session %q", id)
 	}
@@ -122,7 +123,7 @@ func (s *Server) lookup(id string, p Peer) (*session, error) {
 }
 
 // lookupOpen is lookup for a change: a closing session is refused (409).
-// Call with Server.mu held.
+// Call with reg.mu held.
 func (s *Server) lookupOpen(id string, p Peer) (*session, error) {
 	se, err := s.lookup(id, p)
 	if err == nil && se.closing {
@@ -140,18 +141,18 @@ func taken(id string) error {
 // newSession adds a session for p, within p's quotas (the session, its
 // keep rules, its owner watch, its record). A parent must be open: a
 // child of a closing parent would be left behind by its close. Call with
-// Server.mu held.
-func (s *Server) newSession(req OpenSession, p Peer) (*session, error) {
+// reg.mu held.
+func (s *Server) newSession(req api.OpenSession, p Peer) (*session, error) {
 	if req.ID == "" {
 		for {
-			s.nextID++
-			req.ID = "s" + strconv.Itoa(s.nextID)
-			if _, taken := s.sessions[req.ID]; !taken {
+			s.reg.nextID++
+			req.ID = "s" + strconv.Itoa(s.reg.nextID)
+			if _, taken := s.reg.sessions[req.ID]; !taken {
 				break
 			}
 		}
 	}
-	if _, ok := s.sessions[req.ID]; ok {
+	if _, ok := s.reg.sessions[req.ID]; ok {
 		return nil, taken(req.ID)
 	}
 	if req.Parent != "" {
@@ -170,7 +171,7 @@ func (s *Server) newSession(req OpenSession, p Peer) (*session, error) {
 	if err := s.takeSession(se); err != nil {
 		return nil, err
 	}
-	s.sessions[se.id] = se
+	s.reg.sessions[se.id] = se
 	s.touch(se)
 	return se, nil
 }
@@ -215,15 +216,15 @@ func (s *Server) forceSession(se *session) {
 // removeSession takes se out of the open sessions, stops watching its
 // owner and counts what it held as closed; its record is closed later
 // (records.closeLater), and counted as closed then. Removing a session
-// twice does nothing. Call with Server.mu held.
+// twice does nothing. Call with reg.mu held.
 func (s *Server) removeSession(se *session) {
 	if se.closed {
 		return
 	}
 	se.closed = true
 	se.stopOwner()
-	if s.sessions[se.id] == se {
-		delete(s.sessions, se.id)
+	if s.reg.sessions[se.id] == se {
+		delete(s.reg.sessions, se.id)
 		s.touch(se)
 	}
 	s.usage.give(se.uid, limitSessions, 1)
@@ -254,18 +255,18 @@ func (s *Server) openSession(r *http.Request, p Peer) (int, any, error) {
 			return 0, nil, fmt.Errorf("owner: %w", err)
 		}
 	}
-	s.mu.Lock()
+	s.reg.mu.Lock()
 	se, err := s.newSession(req, p)
 	if err == nil && se.owner != nil {
 		if err = s.watchOwner(se); err != nil {
 			s.removeSession(se)
 		}
 	}
-	var v Session
+	var v api.Session
 	if err == nil {
 		v = se.view()
 	}
-	s.mu.Unlock()
+	s.reg.mu.Unlock()
 	if err != nil {
 		return 0, nil, err
 	}
@@ -274,21 +275,21 @@ func (s *Server) openSession(r *http.Request, p Peer) (int, any, error) {
 }
 
 func (s *Server) listSessions(r *http.Request, p Peer) (int, any, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := []Session{}
-	for _, se := range s.sessions {
+	s.reg.mu.Lock()
+	defer s.reg.mu.Unlock()
+	out := []api.Session{}
+	for _, se := range s.reg.sessions {
 		if se.visible(p) {
 			out = append(out, se.view())
 		}
 	}
-	slices.SortFunc(out, func(a, b Session) int { return a.Opened.Compare(b.Opened) })
+	slices.SortFunc(out, func(a, b api.Session) int { return a.Opened.Compare(b.Opened) })
 	return http.StatusOK, out, nil
 }
 
 func (s *Server) getSession(r *http.Request, p Peer) (int, any, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.reg.mu.Lock()
+	defer s.reg.mu.Unlock()
 	se, err := s.lookup(r.PathValue("id"), p)
 	if err != nil {
 		return 0, nil, err
@@ -297,10 +298,10 @@ func (s *Server) getSession(r *http.Request, p Peer) (int, any, error) {
 }
 
 // children returns the ids of id's open child sessions. Call with
-// Server.mu held.
+// reg.mu held.
 func (s *Server) children(id string) []string {
 	var out []string
-	for cid, se := range s.sessions {
+	for cid, se := range s.reg.sessions {
 		if se.parent == id && !se.closed {
 			out = append(out, cid)
 		}

@@ -2,11 +2,9 @@ package server
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 
@@ -77,49 +75,6 @@ func TestHubFiltersAndNeverBlocks(t *testing.T) {
 		t.Error("the stream's buffered items were dropped at close")
 	}
 	h.unsubscribe(sub) // after close: nothing to do, no panic
-}
-
-// A save writes what changed, however many sessions the state holds: one
-// changed session of a thousand is one session in the journal's record,
-// and a save that changes nothing writes nothing.
-func TestSaveWritesWhatChanged(t *testing.T) {
-	dir := t.TempDir()
-	f, err := openState(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := change{views: make(map[string][]byte), nextID: 1000}
-	for i := range 1000 {
-		id := fmt.Sprintf("s%d", i)
-		all.views[id] = []byte(fmt.Sprintf(`{"id":%q,"kind":"autonomous","uid":1000,"opened":"2026-01-01T00:00:00Z","roots":[],"keeps":[]}`, id))
-	}
-	save := func(c change) {
-		t.Helper()
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		if err := f.save(c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	save(all) // a snapshot
-	save(change{views: map[string][]byte{"s7": []byte(`{"id":"s7","kind":"autonomous","label":"x","uid":1000,"opened":"2026-01-01T00:00:00Z","roots":[],"keeps":[]}`)}, nextID: 1000})
-	save(change{nextID: 1000})
-	save(change{removed: []string{"s9"}, nextID: 1000})
-	lines := journalLines(t, dir)
-	if len(lines) != 2 {
-		t.Fatalf("journal:\n%s\nwant 2 lines", strings.Join(lines, "\n"))
-	}
-	var rec journalRecord[Session]
-	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil || len(rec.Sessions) != 1 || rec.Sessions[0].Label != "x" {
-		t.Errorf("record %s (%v): want s7 alone", lines[0], err)
-	}
-	got, _ := loaded(t, dir)
-	if len(got.Sessions) != 999 {
-		t.Errorf("%d sessions read back, want 999", len(got.Sessions))
-	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
-		t.Errorf("%d files in the state dir, want 2 (the snapshot, the journal)", len(entries))
-	}
 }
 
 // A kind the API refuses (checkKind) can still come from a state an older

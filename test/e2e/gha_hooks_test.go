@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/server"
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -76,7 +76,7 @@ func TestGitHubActionsHooks(t *testing.T) {
 	session := fmt.Sprintf("gha-4242-2-%d-%s", wpid, knownRandomHex)
 
 	left := atLeastSleepers(t, mark, 5) // four steps' and the bystander
-	var s server.Session
+	var s api.Session
 	d.do("GET", "/v1/sessions/"+session, nil, &s)
 	if len(s.Roots) != 1 || s.Roots[0].Root.PID != uint32(wpid) || !s.SelfClose {
 		t.Fatalf("session %s after the started hook: %+v", session, s)
@@ -186,7 +186,7 @@ func TestGitHubActionsHookSessionTaken(t *testing.T) {
 				t.Errorf("the hook changed the daemon's state:\nbefore %s\nafter  %s", before, after)
 			}
 			if c.take {
-				var s server.Session
+				var s api.Session
 				d.do("GET", "/v1/sessions/"+session, nil, &s)
 				if s.UID != 65534 || len(s.Roots) != 0 {
 					t.Errorf("the taken session %s: %+v, want uid 65534's, with no root", session, s)

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/job"
-	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -61,7 +61,7 @@ func TestRunThroughDaemonLoadsNothingOfItsOwn(t *testing.T) {
 		cmds = append(cmds, cmd)
 		stderrs = append(stderrs, &stderr)
 	}
-	var roots []server.Root
+	var roots []api.Root
 	d.do("GET", "/v1/roots", nil, &roots)
 	if len(roots) != runs {
 		t.Errorf("the daemon tracks %d roots, want the %d runs'", len(roots), runs)
@@ -119,7 +119,7 @@ func TestRunThroughDaemonHardCancelLeavesNothing(t *testing.T) {
 		t.Errorf("left alive: %d %q", p.PID, p.Argv)
 		testutil.KillIdentity(p.PID, p.StartTicks)
 	}
-	var sessions []server.Session
+	var sessions []api.Session
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		d.do("GET", "/v1/sessions", nil, &sessions)
 		if len(sessions) == 0 || time.Now().After(deadline) {
@@ -242,7 +242,7 @@ func TestRunInsideADaemonJobRunsStandalone(t *testing.T) {
 	if !strings.Contains(string(raw), `"tracker": "standalone"`) || !strings.Contains(string(raw), `"terminated"`) {
 		t.Errorf("the inner run did not reap its leftover standalone:\n%s", raw)
 	}
-	var sessions []server.Session
+	var sessions []api.Session
 	d.do("GET", "/v1/sessions", nil, &sessions)
 	if len(sessions) != 0 {
 		t.Errorf("sessions left on the daemon: %+v", sessions)

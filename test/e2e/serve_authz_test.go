@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/client"
-	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -120,7 +120,7 @@ func TestServeAuthorisesByPeerUID(t *testing.T) {
 	testutil.CheckNoLeaks(t, mark)
 	rootsSleep := startSleep(t, exec.Command("sleep", testutil.Sleep(mark)))
 	rootsPID, _, _ := strings.Cut(rootsSleep, "@")
-	d.do("POST", "/v1/roots", server.AddRoot{PID: atoi(t, rootsPID), Session: "roots"}, nil)
+	d.do("POST", "/v1/roots", api.AddRoot{PID: atoi(t, rootsPID), Session: "roots"}, nil)
 	before := snapshot(t, d)
 
 	n.refused("400 invalid", "roots", "add", "1", "--session", "mine")
@@ -154,7 +154,7 @@ func TestServeAuthorisesByPeerUID(t *testing.T) {
 	}
 	other := startSleep(t, exec.Command("sleep", testutil.Sleep(mark)))
 	otherPID, _, _ := strings.Cut(other, "@")
-	d.do("POST", "/v1/roots", server.AddRoot{PID: atoi(t, otherPID), Session: "mine", Join: true}, nil)
+	d.do("POST", "/v1/roots", api.AddRoot{PID: atoi(t, otherPID), Session: "mine", Join: true}, nil)
 	if msg, code := n.lineage("session", "close", "mine"); code != 0 {
 		t.Fatalf("closing its own session: %s", msg)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lineage-dev/lineage/internal/server"
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -24,7 +24,7 @@ func TestServeRootsCommands(t *testing.T) {
 	pid, start := ident(t, id)
 
 	out, code := d.run("roots", "add", fmt.Sprint(pid), "--start", fmt.Sprint(start), "--session", "cli", "--label", "shell", "--json")
-	var r server.Root
+	var r api.Root
 	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.Root.String() != id || r.Label != "shell" {
 		t.Fatalf("roots add: %d %q", code, out)
 	}

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -17,7 +17,7 @@ func TestServeCloseOfManyRootsJudgesEachByItsRoot(t *testing.T) {
 	d := startDaemon(t, "")
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
-	d.do("POST", "/v1/sessions", server.OpenSession{ID: "many", Kind: "interactive"}, nil)
+	d.do("POST", "/v1/sessions", api.OpenSession{ID: "many", Kind: "interactive"}, nil)
 	s := testutil.Sleep(mark)
 	// Group g's sleepers carry mark+g: two each for roots 1 and 2, one for
 	// root 3.
@@ -32,12 +32,12 @@ func TestServeCloseOfManyRootsJudgesEachByItsRoot(t *testing.T) {
 	if _, code := d.run("keep", fmt.Sprintf("%d@%d", kept.PID, kept.StartTicks)); code != 0 {
 		t.Fatal("keep failed")
 	}
-	var roots []server.Root
+	var roots []api.Root
 	d.do("GET", "/v1/roots?session=many", nil, &roots)
 	keptRoot := rootOf(t, d, roots, groups["3"][0])
-	d.do("POST", "/v1/keeps", server.AddKeep{Process: keptRoot.Root.String(), Root: true}, nil)
+	d.do("POST", "/v1/keeps", api.AddKeep{Process: keptRoot.Root.String(), Root: true}, nil)
 
-	var end server.Ended
+	var end api.Ended
 	d.do("POST", "/v1/sessions/many/close", nil, &end)
 	byGroup := outcomesByGroup(t, end, groups)
 	ended := func(r lineage.Result) bool { return r == lineage.Terminated || r == lineage.Killed }
@@ -68,10 +68,10 @@ func TestServeCloseOfManyRootsJudgesEachByItsRoot(t *testing.T) {
 }
 
 // rootOf returns the root, among roots, whose lineage p is in.
-func rootOf(t *testing.T, d *daemon, roots []server.Root, p testutil.Proc) server.Root {
+func rootOf(t *testing.T, d *daemon, roots []api.Root, p testutil.Proc) api.Root {
 	t.Helper()
 	for _, r := range roots {
-		var full server.Root
+		var full api.Root
 		d.do("GET", "/v1/roots/"+r.Root.String(), nil, &full)
 		for _, m := range full.Members {
 			if m.Process.PID == uint32(p.PID) && m.Process.StartTicks == p.StartTicks {
@@ -80,13 +80,13 @@ func rootOf(t *testing.T, d *daemon, roots []server.Root, p testutil.Proc) serve
 		}
 	}
 	t.Fatalf("no root has %d as a member", p.PID)
-	return server.Root{}
+	return api.Root{}
 }
 
 // outcomesByGroup returns the outcomes of each group's sleepers, and
 // checks that each root's outcomes are of one group, that each sleeper
 // has one outcome, and that the close answered for every root.
-func outcomesByGroup(t *testing.T, end server.Ended, groups map[string][]testutil.Proc) map[string][]server.Outcome {
+func outcomesByGroup(t *testing.T, end api.Ended, groups map[string][]testutil.Proc) map[string][]api.Outcome {
 	t.Helper()
 	if len(end.Roots) != len(groups) {
 		t.Fatalf("the close answered for %d roots, want %d", len(end.Roots), len(groups))
@@ -97,7 +97,7 @@ func outcomesByGroup(t *testing.T, end server.Ended, groups map[string][]testuti
 			group[uint32(p.PID)] = g
 		}
 	}
-	out := map[string][]server.Outcome{}
+	out := map[string][]api.Outcome{}
 	for _, r := range end.Roots {
 		seen := ""
 		for _, o := range r.Outcomes {

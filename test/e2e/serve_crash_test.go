@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/loader/bpf"
 	"github.com/lineage-dev/lineage/internal/proc"
-	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -137,7 +137,7 @@ func TestServeCrashDuringACloseIsFinished(t *testing.T) {
 	if len(reaping) != 0 {
 		t.Errorf("roots still marked as reaping after the close was finished: %v", reaping)
 	}
-	var ss []server.Session
+	var ss []api.Session
 	d.do("GET", "/v1/sessions", nil, &ss)
 	if len(ss) != 0 {
 		t.Errorf("sessions after the finished close: %+v", ss)

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/record"
-	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -62,7 +62,7 @@ func TestServeSessionsThroughCLIAndCurl(t *testing.T) {
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
 
-	var s server.Session
+	var s api.Session
 	if st := d.curl("POST", "/v1/sessions", `{"id":"cc","kind":"interactive","label":"by curl"}`, &s); st != 201 || s.Kind != "interactive" || s.Label != "by curl" {
 		t.Fatalf("curl open: %d %+v", st, s)
 	}
@@ -82,10 +82,10 @@ func TestServeSessionsThroughCLIAndCurl(t *testing.T) {
 		t.Fatalf("lineage exec: %v", err)
 	}
 	dev := atLeastSleepers(t, mark+"1", 1)
-	var rep, turn, closed server.Ended
+	var rep, turn, closed api.Ended
 	d.runJSON(&rep, "session", "report", "cc")
 	d.runJSON(&turn, "turn", "end", "cc")
-	for name, e := range map[string]server.Ended{"session report": rep, "turn end": turn} {
+	for name, e := range map[string]api.Ended{"session report": rep, "turn end": turn} {
 		if n := results(e); n[lineage.Reported] != 1 || len(n) != 1 {
 			t.Errorf("%s: outcomes %v, want the dev server reported", name, n)
 		}
@@ -107,7 +107,7 @@ func TestServeSessionsThroughCLIAndCurl(t *testing.T) {
 		o.Age <= 0 || len(o.Signals) == 0 || len(o.Argv) == 0 || o.Argv[0] != "sleep" {
 		t.Errorf("curl close: outcome %+v, want the dev server's identity, label, session, kind, age, signals and argv", o)
 	}
-	var e server.Error
+	var e api.Error
 	if st := d.curl("GET", "/v1/sessions/cc", "", &e); st != 404 || e.Code != "not_found" {
 		t.Errorf("curl get of a closed session: %d %+v, want 404 not_found", st, e)
 	}
@@ -119,7 +119,7 @@ func TestServeSessionsThroughCLIAndCurl(t *testing.T) {
 	}
 	d.execRoot("ca", "", fmt.Sprintf("setsid sleep %[1]s & (setsid sh -c 'sleep %[1]s & exit 0' &); sleep 0.2", testutil.Sleep(mark+"2")))
 	left := atLeastSleepers(t, mark+"2", 2)
-	var end server.Ended
+	var end api.Ended
 	if st := d.curl("POST", "/v1/sessions/ca/turn-end", "", &end); st != 200 || end.Kind != "autonomous" {
 		t.Fatalf("curl turn end: %d %+v", st, end)
 	}

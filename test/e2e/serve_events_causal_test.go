@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/record"
-	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -27,13 +27,13 @@ func TestServeEventsAreInCausalOrderPerProcess(t *testing.T) {
 	testutil.CheckNoLeaks(t, mark)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d.do("POST", "/v1/sessions", server.OpenSession{ID: "causal", Kind: "autonomous"}, nil)
+	d.do("POST", "/v1/sessions", api.OpenSession{ID: "causal", Kind: "autonomous"}, nil)
 	lines := d.eventLines(t, ctx, "causal")
 	<-lines // the header
 	// Each leftover is a shell that forks its sleeper, so the reap finds
 	// forks that have not exec'd yet too.
 	d.execRoot("causal", "", fmt.Sprintf("i=0; while [ $i -lt %d ]; do sh -c 'sleep %s; exit 0' & i=$((i+1)); done; exit 0", freshLeftovers, testutil.Sleep(mark)))
-	var end server.Ended
+	var end api.Ended
 	d.do("POST", "/v1/sessions/causal/turn-end", nil, &end)
 	signalled := 0
 	for _, re := range end.Roots {

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/record"
-	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -26,7 +26,7 @@ func TestServeEventsStreamTheRecordSchema(t *testing.T) {
 	testutil.CheckNoLeaks(t, mark)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d.do("POST", "/v1/sessions", server.OpenSession{ID: "ev", Kind: "autonomous"}, nil)
+	d.do("POST", "/v1/sessions", api.OpenSession{ID: "ev", Kind: "autonomous"}, nil)
 	lines := d.eventLines(t, ctx, "ev")
 	d.execRoot("other", "autonomous", "true")
 	d.execRoot("ev", "", fmt.Sprintf("setsid sleep %s & sleep 0.2", testutil.Sleep(mark)))
@@ -74,7 +74,7 @@ func TestServeKillSwitchFromEnvironmentWins(t *testing.T) {
 	testutil.CheckNoLeaks(t, mark)
 	d.execRoot("off", "autonomous", fmt.Sprintf("setsid sleep %s & sleep 0.2", testutil.Sleep(mark)))
 	left := atLeastSleepers(t, mark, 1)
-	var end server.Ended
+	var end api.Ended
 	d.do("POST", "/v1/sessions/off/turn-end", nil, &end)
 	if n := results(end); n[lineage.Reported] != 1 || !strings.Contains(end.Reaping, "LINEAGE_REAPING=off") {
 		t.Errorf("turn end with reaping off: %v, %q", n, end.Reaping)
@@ -101,8 +101,8 @@ func TestServeKeptProcessSurvivesAndForks(t *testing.T) {
 		"setsid sh -c 'read x < %[2]s; sleep %[1]s2; true' kept-%[1]s1 & setsid sleep %[1]s3 & sleep 0.2", s, fifo))
 	shell := atLeastProcs(t, "kept-"+s+"1")
 	other := atLeastSleepers(t, s+"3", 1)
-	d.do("POST", "/v1/keeps", server.AddKeep{Process: fmt.Sprintf("%d@%d", shell.PID, shell.StartTicks)}, nil)
-	var end server.Ended
+	d.do("POST", "/v1/keeps", api.AddKeep{Process: fmt.Sprintf("%d@%d", shell.PID, shell.StartTicks)}, nil)
+	var end api.Ended
 	d.do("POST", "/v1/sessions/kept/turn-end", nil, &end)
 	allGone(t, other)
 	if n := results(end); n["kept"] != 1 {
@@ -146,8 +146,8 @@ func TestServeEventsStreamTheTrackersLosses(t *testing.T) {
 	testutil.CheckNoLeaks(t, mark)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d.do("POST", "/v1/sessions", server.OpenSession{ID: "full", Kind: "autonomous"}, nil)
-	d.do("POST", "/v1/sessions", server.OpenSession{ID: "bystander", Kind: "autonomous"}, nil)
+	d.do("POST", "/v1/sessions", api.OpenSession{ID: "full", Kind: "autonomous"}, nil)
+	d.do("POST", "/v1/sessions", api.OpenSession{ID: "bystander", Kind: "autonomous"}, nil)
 	streams := map[string]<-chan string{"full": d.eventLines(t, ctx, "full"), "bystander": d.eventLines(t, ctx, "bystander")}
 	// Closed before the daemon stops, whatever the test's end: the daemon's
 	// death kills nothing.

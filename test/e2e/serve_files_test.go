@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/server"
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -163,7 +163,7 @@ func tree(t *testing.T, dir string) string {
 // the first's state is byte for byte what it was.
 func TestServeOneDaemonPerStateDir(t *testing.T) {
 	d := startDaemon(t, "")
-	d.do("POST", "/v1/sessions", server.OpenSession{ID: "first", Kind: "autonomous"}, nil)
+	d.do("POST", "/v1/sessions", api.OpenSession{ID: "first", Kind: "autonomous"}, nil)
 	before := stateFiles(t, d)
 	msg, code := serveOnce(t, "--backend", "proc", "--pin-dir", "none", "--state-dir", d.state, "--socket", filepath.Join(t.TempDir(), "second.sock"))
 	if code == 0 || !strings.Contains(msg, fmt.Sprintf("pid %d", d.cmd.Process.Pid)) || !strings.Contains(msg, d.state) {

@@ -13,12 +13,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
 // raw sends body as is and returns the status and the decoded error.
-func (d *daemon) raw(method, path, body string) (int, server.Error) {
+func (d *daemon) raw(method, path, body string) (int, api.Error) {
 	d.t.Helper()
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", d.sock)
@@ -34,7 +35,7 @@ func (d *daemon) raw(method, path, body string) (int, server.Error) {
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
-	var e server.Error
+	var e api.Error
 	if resp.StatusCode >= 400 {
 		if err := json.Unmarshal(data, &e); err != nil || e.Error == "" || e.Code == "" {
 			d.t.Errorf("%s %s: error body %q is not {error, code}", method, path, data)
@@ -49,7 +50,7 @@ func TestServeRefusesBadInputAndChangesNothing(t *testing.T) {
 	testutil.CheckNoLeaks(t, mark)
 	live := startSleep(t, exec.Command("sleep", testutil.Sleep(mark)))
 	livePID, liveStart := ident(t, live)
-	d.do("POST", "/v1/roots", server.AddRoot{PID: int64(livePID), Start: liveStart, Session: "keep"}, nil)
+	d.do("POST", "/v1/roots", api.AddRoot{PID: int64(livePID), Start: liveStart, Session: "keep"}, nil)
 	gone := exec.Command("true")
 	if err := gone.Run(); err != nil {
 		t.Fatal(err)
@@ -118,8 +119,8 @@ func TestServeRefusesBadInputAndChangesNothing(t *testing.T) {
 		t.Errorf("bad input changed the state:\nbefore %s\nafter  %s", before, after)
 	}
 	// No kind is interactive.
-	var s server.Session
-	d.do("POST", "/v1/sessions", server.OpenSession{ID: "plain"}, &s)
+	var s api.Session
+	d.do("POST", "/v1/sessions", api.OpenSession{ID: "plain"}, &s)
 	if s.Kind != "interactive" {
 		t.Errorf("no kind: %q, want interactive", s.Kind)
 	}
@@ -131,7 +132,7 @@ func TestServeRefusesBadInputAndChangesNothing(t *testing.T) {
 // the journal), as text.
 func snapshot(t *testing.T, d *daemon) string {
 	t.Helper()
-	var ss []server.Session
+	var ss []api.Session
 	d.do("GET", "/v1/sessions", nil, &ss)
 	data, _ := json.Marshal(ss)
 	state, err := os.ReadFile(filepath.Join(d.state, "state.json"))

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/policy"
-	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -27,7 +27,7 @@ func TestServeKeepRemoved(t *testing.T) {
 	testutil.CheckNoLeaks(t, mark)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	d.do("POST", "/v1/sessions", server.OpenSession{ID: "k", Kind: "autonomous"}, nil)
+	d.do("POST", "/v1/sessions", api.OpenSession{ID: "k", Kind: "autonomous"}, nil)
 	lines := d.eventLines(t, ctx, "k")
 	d.execRoot("k", "autonomous", fmt.Sprintf("setsid sleep %s & sleep 0.2", testutil.Sleep(mark)))
 	left := atLeastSleepers(t, mark, 1)
@@ -63,14 +63,14 @@ func TestServeKeepRemoved(t *testing.T) {
 		t.Errorf("refused removals changed the state:\nbefore %s\nafter  %s", before, after)
 	}
 
-	var end server.Ended
+	var end api.Ended
 	d.do("POST", "/v1/sessions/k/turn-end", nil, &end)
 	allAlive(t, left)
 	out, code := d.run("keep", "--rm", id, "--json")
 	if code != 0 || !strings.Contains(out, `"rule": "`+id+`"`) {
 		t.Fatalf("keep --rm: exit %d: %s", code, out)
 	}
-	var s server.Session
+	var s api.Session
 	d.do("GET", "/v1/sessions/k", nil, &s)
 	if len(s.Keeps) != 0 {
 		t.Errorf("keeps after removal: %+v", s.Keeps)
@@ -108,7 +108,7 @@ func TestServeKeepExpiryIsInTheStream(t *testing.T) {
 	}
 	defer body.Close()
 	id := fmt.Sprintf("%d@%d", left[0].PID, left[0].StartTicks)
-	d.do("POST", "/v1/keeps", server.AddKeep{Process: id, TTL: "1s"}, nil)
+	d.do("POST", "/v1/keeps", api.AddKeep{Process: id, TTL: "1s"}, nil)
 	sc := bufio.NewScanner(body)
 	expired := make(chan bool, 1)
 	go func() {
@@ -124,7 +124,7 @@ func TestServeKeepExpiryIsInTheStream(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no expiry event in the stream")
 	}
-	var s server.Session
+	var s api.Session
 	d.do("GET", "/v1/sessions/x", nil, &s)
 	if len(s.Keeps) != 0 {
 		t.Errorf("keeps after the expiry: %+v", s.Keeps)
@@ -148,7 +148,7 @@ func TestServeKeepExeRemoved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.do("POST", "/v1/sessions", server.OpenSession{ID: "ke", Kind: "autonomous", Keep: []policy.Keep{rule}}, nil)
+	d.do("POST", "/v1/sessions", api.OpenSession{ID: "ke", Kind: "autonomous", Keep: []policy.Keep{rule}}, nil)
 	d.execRoot("ke", "autonomous", fmt.Sprintf("setsid sleep %s & sleep 0.2", testutil.Sleep(mark)))
 	left := atLeastSleepers(t, mark, 1)
 	d.do("POST", "/v1/sessions/ke/turn-end", nil, nil)
@@ -179,7 +179,7 @@ func TestServeKeepExeRemoved(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `"rule": "`+rule.String()+`"`) {
 		t.Fatalf("keep --rm %s: exit %d: %s", rule, code, out)
 	}
-	var s server.Session
+	var s api.Session
 	d.do("GET", "/v1/sessions/ke", nil, &s)
 	if len(s.Keeps) != 0 {
 		t.Errorf("keeps after removal: %+v", s.Keeps)
@@ -203,7 +203,7 @@ func TestServeKeepExpiresAfterRestart(t *testing.T) {
 	d.execRoot("kr", "autonomous", fmt.Sprintf("setsid sleep %s & sleep 0.2", testutil.Sleep(mark)))
 	left := atLeastSleepers(t, mark, 1)
 	id := fmt.Sprintf("%d@%d", left[0].PID, left[0].StartTicks)
-	d.do("POST", "/v1/keeps", server.AddKeep{Process: id, TTL: "1s"}, nil)
+	d.do("POST", "/v1/keeps", api.AddKeep{Process: id, TTL: "1s"}, nil)
 	d.kill9()
 	time.Sleep(1500 * time.Millisecond)
 	d.start("--record-dir", records)
@@ -223,7 +223,7 @@ func TestServeKeepExpiresAfterRestart(t *testing.T) {
 			t.Fatalf("no %s in the session's record %v", want, files)
 		}
 	}
-	var s server.Session
+	var s api.Session
 	d.do("GET", "/v1/sessions/kr", nil, &s)
 	if len(s.Keeps) != 0 {
 		t.Errorf("keeps after the restart: %+v", s.Keeps)
@@ -247,7 +247,7 @@ func TestServeKeepExeResolvedAfterRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.do("POST", "/v1/sessions", server.OpenSession{ID: "kl", Kind: "autonomous", Keep: []policy.Keep{rule}}, nil)
+	d.do("POST", "/v1/sessions", api.OpenSession{ID: "kl", Kind: "autonomous", Keep: []policy.Keep{rule}}, nil)
 	d.execRoot("kl", "autonomous", fmt.Sprintf("setsid sleep %s & sleep 0.2", testutil.Sleep(mark)))
 	left := atLeastSleepers(t, mark, 1)
 	t.Cleanup(func() {

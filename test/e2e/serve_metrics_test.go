@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/lineage-dev/lineage/internal/server"
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -177,7 +177,7 @@ func TestServeMetrics(t *testing.T) {
 	}
 
 	// The turn end reaps it with SIGTERM.
-	var end server.Ended
+	var end api.Ended
 	d.do("POST", "/v1/sessions/m/turn-end", nil, &end)
 	allGone(t, left)
 	m = scrape(t, d, "")
@@ -258,7 +258,7 @@ func TestServeMetricsProc(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	var end server.Ended
+	var end api.Ended
 	d.do("POST", "/v1/sessions/p/close", nil, &end)
 	allGone(t, left)
 	m := scrape(t, d, "")

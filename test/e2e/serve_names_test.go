@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/client"
-	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -86,7 +86,7 @@ func TestServeSessionNamesAreOwned(t *testing.T) {
 	}
 
 	// Root's session, to uid 65534: taken, join or not.
-	d.do("POST", "/v1/sessions", server.OpenSession{ID: "roots-own"}, nil)
+	d.do("POST", "/v1/sessions", api.OpenSession{ID: "roots-own"}, nil)
 	for _, args := range [][]string{
 		{"exec", "--session", "roots-own", "--", "touch", ran + "3"},
 		{"exec", "--join", "--session", "roots-own", "--", "touch", ran + "3"},
@@ -97,7 +97,7 @@ func TestServeSessionNamesAreOwned(t *testing.T) {
 	if _, err := os.Stat(ran + "3"); err == nil {
 		t.Error("uid 65534's command ran in root's session")
 	}
-	var s server.Session
+	var s api.Session
 	d.do("GET", "/v1/sessions/roots-own", nil, &s)
 	if s.UID != 0 || len(s.Roots) != 0 {
 		t.Errorf("root's session after uid 65534's tries: %+v", s)
@@ -135,7 +135,7 @@ func TestServeOtherUIDsThingsAreNotFound(t *testing.T) {
 	testutil.CheckNoLeaks(t, mark)
 	d.startExec("roots-private", "autonomous", "sh", "-c", fmt.Sprintf("sleep %s & exec sleep %s", testutil.Sleep(mark+"1"), testutil.Sleep(mark)))
 	root := atLeastSleepers(t, mark, 2)
-	var s server.Session
+	var s api.Session
 	deadline := time.Now().Add(20 * time.Second)
 	for d.do("GET", "/v1/sessions/roots-private", nil, &s); len(s.Roots) == 0; d.do("GET", "/v1/sessions/roots-private", nil, &s) {
 		if time.Now().After(deadline) {
@@ -190,8 +190,8 @@ func TestServeNoChildOfAClosingParent(t *testing.T) {
 	d := startDaemon(t, "", "--grace", "3s")
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
-	d.do("POST", "/v1/sessions", server.OpenSession{ID: "parent", Kind: "autonomous"}, nil)
-	d.do("POST", "/v1/sessions", server.OpenSession{ID: "child-before", Parent: "parent", Kind: "autonomous"}, nil)
+	d.do("POST", "/v1/sessions", api.OpenSession{ID: "parent", Kind: "autonomous"}, nil)
+	d.do("POST", "/v1/sessions", api.OpenSession{ID: "child-before", Parent: "parent", Kind: "autonomous"}, nil)
 	// A leftover that takes its time over SIGTERM (it becomes a sleep, and
 	// forks nothing) holds the close open for the daemon's grace.
 	dir := t.TempDir()
@@ -205,13 +205,13 @@ func TestServeNoChildOfAClosingParent(t *testing.T) {
 		_, err := os.Stat(ready)
 		return err == nil
 	})
-	closed := make(chan server.Ended, 1)
+	closed := make(chan api.Ended, 1)
 	go func() {
-		var end server.Ended
+		var end api.Ended
 		_ = d.client().Do(context.Background(), "POST", "/v1/sessions/parent/close", nil, &end)
 		closed <- end
 	}()
-	var s server.Session
+	var s api.Session
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if d.apiStatus("GET", "/v1/sessions/parent", nil) == 0 {
 			d.do("GET", "/v1/sessions/parent", nil, &s)
@@ -223,7 +223,7 @@ func TestServeNoChildOfAClosingParent(t *testing.T) {
 			t.Fatal("the parent's close did not begin within 20s")
 		}
 	}
-	err := d.client().Do(context.Background(), "POST", "/v1/sessions", server.OpenSession{ID: "child-during", Parent: "parent"}, nil)
+	err := d.client().Do(context.Background(), "POST", "/v1/sessions", api.OpenSession{ID: "child-during", Parent: "parent"}, nil)
 	var ae *client.APIError
 	if !errors.As(err, &ae) || ae.Status != 409 || !strings.Contains(ae.Body.Error, `session "parent" is closing`) {
 		t.Errorf("a child opened during its parent's close: %v, want 409, the parent closing", err)

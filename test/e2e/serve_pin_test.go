@@ -9,18 +9,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader/bpf"
-	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
 // waitRoots waits up to 20 s for session id to have n roots, and returns it.
-func (d *daemon) waitRoots(id string, n int) server.Session {
+func (d *daemon) waitRoots(id string, n int) api.Session {
 	d.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		var s server.Session
+		var s api.Session
 		if d.apiStatus("GET", "/v1/sessions/"+id, nil) == 0 {
 			d.do("GET", "/v1/sessions/"+id, nil, &s)
 			if len(s.Roots) == n {
@@ -75,7 +75,7 @@ func TestServeKill9KeepsTrackingWhileDown(t *testing.T) {
 	left := append(atLeastSleepers(t, mark, 2), forked...)
 	d.start()
 
-	var r server.Root
+	var r api.Root
 	d.do("GET", "/v1/roots/"+root.String(), nil, &r)
 	want := lineage.Identity{PID: uint32(forked[0].PID), StartTicks: forked[0].StartTicks}
 	found := false
@@ -85,7 +85,7 @@ func TestServeKill9KeepsTrackingWhileDown(t *testing.T) {
 	if !found {
 		t.Fatalf("root %s members %+v: the process forked while the daemon was down (%s) is missing", root, r.Members, want)
 	}
-	var end server.Ended
+	var end api.Ended
 	d.do("POST", "/v1/sessions/down/close", nil, &end)
 	allGone(t, left)
 }

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -60,7 +60,7 @@ func TestServeProcKeptMemberIsNeverLeftStopped(t *testing.T) {
 	kept := atLeastProcs(t, "kept-"+s+"1")
 	other := atLeastSleepers(t, s+"2", 1)
 	keepOnceMember(t, d, kept)
-	var end server.Ended
+	var end api.Ended
 	d.do("POST", "/v1/sessions/pk/turn-end", nil, &end)
 	allGone(t, other)
 	if n := results(end); n["kept"] != 1 {
@@ -73,7 +73,7 @@ func TestServeProcKeptMemberIsNeverLeftStopped(t *testing.T) {
 	neverSignalled(t, end, kept)
 	// A fresh answer: decoding into the last one would keep what its
 	// outcomes had and this one omits.
-	var closed server.Ended
+	var closed api.Ended
 	d.do("POST", "/v1/sessions/pk/close", nil, &closed)
 	notStopped(t, kept, "after the close")
 	neverSignalled(t, closed, kept)
@@ -84,7 +84,7 @@ func TestServeProcKeptMemberIsNeverLeftStopped(t *testing.T) {
 
 // neverSignalled fails t if end's outcome for p says it was sent anything,
 // or was anything but kept.
-func neverSignalled(t *testing.T, end server.Ended, p testutil.Proc) {
+func neverSignalled(t *testing.T, end api.Ended, p testutil.Proc) {
 	t.Helper()
 	for _, r := range end.Roots {
 		for _, o := range r.Outcomes {
@@ -100,7 +100,7 @@ func neverSignalled(t *testing.T, end server.Ended, p testutil.Proc) {
 // loaded machine can delay the poll.
 func keepOnceMember(t *testing.T, d *daemon, p testutil.Proc) {
 	t.Helper()
-	keep := server.AddKeep{Process: fmt.Sprintf("%d@%d", p.PID, p.StartTicks)}
+	keep := api.AddKeep{Process: fmt.Sprintf("%d@%d", p.PID, p.StartTicks)}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		status := d.apiStatus("POST", "/v1/keeps", keep)
@@ -128,7 +128,7 @@ func TestServeProcRefusedMemberIsNeverLeftStopped(t *testing.T) {
 	}
 	other := startSleep(t, exec.Command("sleep", testutil.Sleep(mark)))
 	otherPID, otherStart := ident(t, other)
-	d.do("POST", "/v1/roots", server.AddRoot{PID: int64(otherPID), Session: "mine", Join: true}, nil)
+	d.do("POST", "/v1/roots", api.AddRoot{PID: int64(otherPID), Session: "mine", Join: true}, nil)
 	if msg, code := n.lineage("turn", "end", "mine"); code != 0 {
 		t.Fatalf("ending its own session's turn: %s", msg)
 	}
@@ -144,7 +144,7 @@ func TestServeProcRefusedMemberIsNeverLeftStopped(t *testing.T) {
 }
 
 // sentStop reports whether the reap stopped any member (SIGSTOP).
-func sentStop(end server.Ended) bool {
+func sentStop(end api.Ended) bool {
 	for _, r := range end.Roots {
 		for _, o := range r.Outcomes {
 			if slices.Contains(o.Signals, "STOP") {

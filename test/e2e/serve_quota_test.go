@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
@@ -115,7 +116,7 @@ func (d *daemon) statusLatency(t *testing.T, n int) (p50, max time.Duration) {
 	var took []time.Duration
 	for range n {
 		start := time.Now()
-		var st server.Status
+		var st api.Status
 		c := d.client()
 		if err := c.Do(t.Context(), "GET", "/v1/status", nil, &st); err != nil {
 			t.Fatalf("root's status: %v", err)
@@ -242,7 +243,7 @@ func floodStreams(t *testing.T, d *daemon, reason string) floodResult {
 			}
 			start := time.Now()
 			c := d.client()
-			var st server.Status
+			var st api.Status
 			if err := c.Do(t.Context(), "GET", "/v1/status", nil, &st); err != nil {
 				t.Errorf("root's status during the flood: %v", err)
 				return
@@ -314,7 +315,7 @@ func TestServeQuotas(t *testing.T) {
 		}
 		// Root is never limited.
 		for i := range 5 {
-			d.do("POST", "/v1/sessions", server.OpenSession{ID: fmt.Sprintf("root%d", i)}, nil)
+			d.do("POST", "/v1/sessions", api.OpenSession{ID: fmt.Sprintf("root%d", i)}, nil)
 		}
 		// What is open at once: a session per test, two hundred tests,
 		// each its open and its close, with a third of the quota free.
@@ -366,7 +367,7 @@ func TestServeQuotas(t *testing.T) {
 			t.Fatalf("the same keep again: %s", msg)
 		}
 		n.tooMany("--max-keeps", "keep", id(left[3]))
-		var s server.Session
+		var s api.Session
 		d.do("GET", "/v1/sessions/k", nil, &s)
 		if len(s.Keeps) != 3 {
 			t.Errorf("keeps %+v, want 3", s.Keeps)

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lineage-dev/lineage/internal/server"
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -76,7 +76,7 @@ func TestServeRestartRecoversUnlistedRoots(t *testing.T) {
 	d.execRoot("dead", "autonomous", "true")
 	listed := atLeastSleepers(t, mark+"1", 1)
 	lost := atLeastSleepers(t, mark+"2", 1)
-	var gone server.Session
+	var gone api.Session
 	d.do("GET", "/v1/sessions/lost", nil, &gone)
 
 	d.kill9()
@@ -85,7 +85,7 @@ func TestServeRestartRecoversUnlistedRoots(t *testing.T) {
 	if !strings.Contains(d.stderr.String(), "in session recovered") {
 		t.Errorf("the daemon did not say where the unlisted roots went:\n%s", d.stderr)
 	}
-	var rec server.Session
+	var rec api.Session
 	d.do("GET", "/v1/sessions/recovered", nil, &rec)
 	if len(rec.Roots) != 1 || rec.Roots[0].Root != gone.Roots[0].Root || rec.UID != 0 || rec.Kind != "interactive" {
 		t.Fatalf("recovered session %+v, want root %s only, uid 0, interactive", rec, gone.Roots[0].Root)
@@ -93,7 +93,7 @@ func TestServeRestartRecoversUnlistedRoots(t *testing.T) {
 	if out, code := d.run("session", "ls"); code != 0 || !strings.Contains(out, "recovered") {
 		t.Errorf("session ls: exit %d:\n%s", code, out)
 	}
-	var s server.Session
+	var s api.Session
 	d.do("GET", "/v1/sessions/listed", nil, &s)
 	if len(s.Roots) != 1 {
 		t.Errorf("listed session after the restart: %+v", s)

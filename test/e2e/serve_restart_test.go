@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/client"
-	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -23,8 +23,8 @@ func TestServeRestartRestoresSessions(t *testing.T) {
 	d.startExec("restart", "autonomous", "sh", "-c", fmt.Sprintf("setsid sleep %[1]s1 & sleep %[1]s2 & exec sleep %[1]s3", testutil.Sleep(mark)))
 	left := atLeastSleepers(t, mark, 3)
 	kept := atLeastSleepers(t, mark+"1", 1)[0]
-	d.do("POST", "/v1/keeps", server.AddKeep{Process: fmt.Sprintf("%d@%d", kept.PID, kept.StartTicks)}, nil)
-	var before server.Session
+	d.do("POST", "/v1/keeps", api.AddKeep{Process: fmt.Sprintf("%d@%d", kept.PID, kept.StartTicks)}, nil)
+	var before api.Session
 	d.do("GET", "/v1/sessions/restart", nil, &before)
 
 	d.kill9()
@@ -38,12 +38,12 @@ func TestServeRestartRestoresSessions(t *testing.T) {
 	if snap := stateFiles(t, d); !strings.Contains(snap["state.json"], `"id":"restart"`) {
 		t.Errorf("state after the restart: %q, want the session in the snapshot", snap)
 	}
-	var after server.Session
+	var after api.Session
 	d.do("GET", "/v1/sessions/restart", nil, &after)
 	if len(after.Roots) != 1 || after.Roots[0].Root != before.Roots[0].Root || len(after.Keeps) != 1 || after.Kind != "autonomous" {
 		t.Fatalf("restored session %+v, want %+v", after, before)
 	}
-	var end server.Ended
+	var end api.Ended
 	d.do("POST", "/v1/sessions/restart/turn-end", nil, &end)
 	var reaped []testutil.Proc
 	for _, p := range left {
@@ -98,7 +98,7 @@ func TestServeRestartFindsLeftoversOfAGoneRoot(t *testing.T) {
 		t.Fatalf("the root: %v", err)
 	}
 	d.start("--pin-dir", "none")
-	var s server.Session
+	var s api.Session
 	d.do("GET", "/v1/sessions/gone", nil, &s)
 	if len(s.Roots) != 1 || s.Roots[0].Root.PID != uint32(left[0].PID) {
 		t.Fatalf("restored roots %+v, want the leftover", s.Roots)

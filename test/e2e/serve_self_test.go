@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/server"
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -21,7 +21,7 @@ func TestServeLeftoverCannotFreeItself(t *testing.T) {
 	d := startDaemon(t, "")
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
-	d.do("POST", "/v1/sessions", server.OpenSession{ID: "other"}, nil)
+	d.do("POST", "/v1/sessions", api.OpenSession{ID: "other"}, nil)
 	out := filepath.Join(t.TempDir(), "answers")
 	bin := `LINEAGE_SOCKET=` + d.sock + ` "$LINEAGE_BIN"`
 	me := `$$@$(cut -d' ' -f22 /proc/$$/stat)`
@@ -68,7 +68,7 @@ func TestServeLeftoverCannotFreeItself(t *testing.T) {
 		t.Errorf("%d answers 403, want 7:\n%s", got, answers)
 	}
 	left := atLeastSleepers(t, mark, 1)
-	var s server.Session
+	var s api.Session
 	d.do("GET", "/v1/sessions/self", nil, &s)
 	if len(s.Roots) != 1 || len(s.Keeps) != 0 {
 		t.Errorf("the session changed: %+v", s)

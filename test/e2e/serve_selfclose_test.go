@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lineage-dev/lineage/internal/server"
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -16,8 +16,8 @@ func TestServeSelfCloseOnlyItsOwnSession(t *testing.T) {
 	d := startDaemon(t, "")
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
-	d.do("POST", "/v1/sessions", server.OpenSession{ID: "a", Kind: "autonomous", SelfClose: true}, nil)
-	d.do("POST", "/v1/sessions", server.OpenSession{ID: "b", SelfClose: true}, nil)
+	d.do("POST", "/v1/sessions", api.OpenSession{ID: "a", Kind: "autonomous", SelfClose: true}, nil)
+	d.do("POST", "/v1/sessions", api.OpenSession{ID: "b", SelfClose: true}, nil)
 	bin := `LINEAGE_SOCKET=` + d.sock + ` "$LINEAGE_BIN"`
 	script := fmt.Sprintf(`setsid sleep %[2]s >/dev/null 2>&1 &
 		%[1]s session close b; echo "close-b $?"
@@ -49,11 +49,11 @@ func TestServeSelfCloseOnlyItsOwnSession(t *testing.T) {
 // self_close is part of the state a restarted daemon takes back.
 func TestServeSelfCloseSurvivesRestart(t *testing.T) {
 	d := startDaemon(t, "")
-	d.do("POST", "/v1/sessions", server.OpenSession{ID: "hooks", SelfClose: true}, nil)
-	d.do("POST", "/v1/sessions", server.OpenSession{ID: "plain"}, nil)
+	d.do("POST", "/v1/sessions", api.OpenSession{ID: "hooks", SelfClose: true}, nil)
+	d.do("POST", "/v1/sessions", api.OpenSession{ID: "plain"}, nil)
 	d.kill9()
 	d.start()
-	var hooks, plain server.Session
+	var hooks, plain api.Session
 	d.do("GET", "/v1/sessions/hooks", nil, &hooks)
 	d.do("GET", "/v1/sessions/plain", nil, &plain)
 	if !hooks.SelfClose || plain.SelfClose {

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -51,7 +51,7 @@ func TestServeManyConcurrentClients(t *testing.T) {
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
 	by := startSleep(t, exec.Command("sleep", testutil.LongSleep(mark+"9")))
-	var st0 server.Status
+	var st0 api.Status
 	d.do("GET", "/v1/status", nil, &st0)
 	fds0, threads0 := fdsAndThreads(t, d.cmd.Process.Pid)
 
@@ -83,13 +83,13 @@ func TestServeManyConcurrentClients(t *testing.T) {
 	if pid, st := ident(t, by); !testutil.Alive(pid, st) {
 		t.Error("the bystander was killed")
 	}
-	var ss []server.Session
+	var ss []api.Session
 	d.do("GET", "/v1/sessions", nil, &ss)
 	if len(ss) != 0 {
 		t.Errorf("%d sessions left open", len(ss))
 	}
 	time.Sleep(200 * time.Millisecond)
-	var st1 server.Status
+	var st1 api.Status
 	d.do("GET", "/v1/status", nil, &st1)
 	fds1, threads1 := fdsAndThreads(t, d.cmd.Process.Pid)
 	// Go keeps the threads it grew under load; they are only logged.
@@ -107,7 +107,7 @@ func TestServeManyConcurrentClients(t *testing.T) {
 func storm(d *daemon, id, mark string) error {
 	c := client.New(d.sock)
 	defer c.Close()
-	if err := c.Do(context.Background(), "POST", "/v1/sessions", server.OpenSession{ID: id, Kind: "autonomous"}, nil); err != nil {
+	if err := c.Do(context.Background(), "POST", "/v1/sessions", api.OpenSession{ID: id, Kind: "autonomous"}, nil); err != nil {
 		return fmt.Errorf("%s: open: %w", id, err)
 	}
 	cmd := lineageCmd("exec", "--session", id, "--", "sh", "-c", "setsid sleep "+testutil.Sleep(mark)+" >/dev/null 2>&1 & exit 0")
@@ -115,7 +115,7 @@ func storm(d *daemon, id, mark string) error {
 	if out, err := cmd.CombinedOutput(); err != nil && !strings.Contains(err.Error(), "WaitDelay") {
 		return fmt.Errorf("%s: exec: %v: %s", id, err, out)
 	}
-	var end server.Ended
+	var end api.Ended
 	if err := c.Do(context.Background(), "POST", "/v1/sessions/"+id+"/close", nil, &end); err != nil {
 		return fmt.Errorf("%s: close: %w", id, err)
 	}

@@ -11,14 +11,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/record"
-	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
 // results counts an answer's outcomes by result.
-func results(e server.Ended) map[lineage.Result]int {
+func results(e api.Ended) map[lineage.Result]int {
 	n := map[lineage.Result]int{}
 	for _, r := range e.Roots {
 		for _, o := range r.Outcomes {
@@ -41,7 +41,7 @@ func TestServeAutonomousTurnEndReapsLeftovers(t *testing.T) {
 	d.execRoot("auto", "autonomous", fmt.Sprintf(
 		"setsid sleep %[1]s & (setsid sh -c 'sleep %[1]s & exit 0' &); nohup sleep %[1]s >/dev/null 2>&1 & sleep 0.3", s))
 	left := atLeastSleepers(t, mark, 3)
-	var end server.Ended
+	var end api.Ended
 	d.do("POST", "/v1/sessions/auto/turn-end", nil, &end)
 	allGone(t, left)
 	if n := results(end); n[lineage.Terminated]+n[lineage.Killed] != 3 {
@@ -53,7 +53,7 @@ func TestServeAutonomousTurnEndReapsLeftovers(t *testing.T) {
 		}
 	}
 	// The root's lineage is empty: it is forgotten.
-	var roots []server.Root
+	var roots []api.Root
 	d.do("GET", "/v1/roots?session=auto", nil, &roots)
 	if len(roots) != 0 {
 		t.Errorf("roots after the turn: %+v", roots)
@@ -69,13 +69,13 @@ func TestServeAutonomousTurnEndReapsRedis(t *testing.T) {
 	dir := t.TempDir()
 	// The marker in the pid file's path lets the leak guard find it.
 	d.execRoot("redis", "autonomous", fmt.Sprintf("%s --port %d --daemonize yes --dir %s --pidfile %s/%s.pid --save ''", redis, port, dir, dir, mark))
-	var rep server.Ended
+	var rep api.Ended
 	d.do("GET", "/v1/sessions/redis/report", nil, &rep)
 	if n := results(rep)[lineage.Reported]; n != 1 {
 		t.Fatalf("report: %d reported, want the daemonized redis: %+v", n, rep)
 	}
 	o := rep.Roots[0].Outcomes[0]
-	var end server.Ended
+	var end api.Ended
 	d.do("POST", "/v1/sessions/redis/turn-end", nil, &end)
 	if !testutil.WaitGone(int(o.Process.PID), o.Process.StartTicks, 30*time.Second) {
 		t.Errorf("redis %s survived the turn end: %+v", o.Process, end)
@@ -88,7 +88,7 @@ func TestServeInteractiveTurnReportsThenCloseReaps(t *testing.T) {
 	testutil.CheckNoLeaks(t, mark)
 	d.execRoot("inter", "interactive", fmt.Sprintf("setsid sleep %s & sleep 0.2", testutil.Sleep(mark)))
 	dev := atLeastSleepers(t, mark, 1)
-	var end server.Ended
+	var end api.Ended
 	d.do("POST", "/v1/sessions/inter/turn-end", nil, &end)
 	if n := results(end); n[lineage.Reported] != 1 || len(n) != 1 {
 		t.Errorf("turn end outcomes %v, want the dev server reported", n)
@@ -109,17 +109,17 @@ func TestServeNestedCloseReapsOnlyItsOwnRoots(t *testing.T) {
 	d := startDaemon(t, "")
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
-	d.do("POST", "/v1/sessions", server.OpenSession{ID: "parent", Kind: "interactive"}, nil)
-	d.do("POST", "/v1/sessions", server.OpenSession{ID: "child", Kind: "interactive", Parent: "parent"}, nil)
+	d.do("POST", "/v1/sessions", api.OpenSession{ID: "parent", Kind: "interactive"}, nil)
+	d.do("POST", "/v1/sessions", api.OpenSession{ID: "child", Kind: "interactive", Parent: "parent"}, nil)
 	d.execRoot("parent", "", fmt.Sprintf("setsid sleep %s1 & sleep 0.2", testutil.Sleep(mark)))
 	d.execRoot("child", "", fmt.Sprintf("setsid sleep %s2 & sleep 0.2", testutil.Sleep(mark)))
 	parent, child := atLeastSleepers(t, mark+"1", 1), atLeastSleepers(t, mark+"2", 1)
-	var end server.Ended
+	var end api.Ended
 	d.do("POST", "/v1/sessions/child/close", nil, &end)
 	allGone(t, child)
 	allAlive(t, parent)
 	// A parent's close closes its open children first.
-	d.do("POST", "/v1/sessions", server.OpenSession{ID: "child2", Parent: "parent"}, nil)
+	d.do("POST", "/v1/sessions", api.OpenSession{ID: "child2", Parent: "parent"}, nil)
 	d.execRoot("child2", "", fmt.Sprintf("setsid sleep %s3 & sleep 0.2", testutil.Sleep(mark)))
 	child2 := atLeastSleepers(t, mark+"3", 1)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -177,7 +177,7 @@ func TestServeOwnerExitClosesSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	oid := lineage.Identity{PID: uint32(owner.Process.Pid), StartTicks: start}
-	d.do("POST", "/v1/sessions", server.OpenSession{ID: "owned", Kind: "interactive", Owner: &oid}, nil)
+	d.do("POST", "/v1/sessions", api.OpenSession{ID: "owned", Kind: "interactive", Owner: &oid}, nil)
 	d.execRoot("owned", "", fmt.Sprintf("setsid sleep %s & sleep 0.2", testutil.Sleep(mark)))
 	left := atLeastSleepers(t, mark, 1)
 	_ = owner.Process.Kill()
@@ -198,7 +198,7 @@ func TestServeExecCatchesSetsidAsFirstInstruction(t *testing.T) {
 	testutil.CheckNoLeaks(t, mark)
 	d.execArgv("first", "autonomous", "setsid", "-f", "sleep", testutil.Sleep(mark))
 	left := atLeastSleepers(t, mark, 1)
-	var end server.Ended
+	var end api.Ended
 	d.do("POST", "/v1/sessions/first/turn-end", nil, &end)
 	allGone(t, left)
 }

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/client"
-	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -29,7 +29,7 @@ func doubleForked(t *testing.T, d *daemon, session, mark string) testutil.Proc {
 
 // checkWhyChain checks a why answer for the double-forked sleeper: sleeper,
 // the exited middle shell that started it, the root shell.
-func checkWhyChain(t *testing.T, how string, v server.Why, sleeper testutil.Proc, mark string) {
+func checkWhyChain(t *testing.T, how string, v api.Why, sleeper testutil.Proc, mark string) {
 	t.Helper()
 	if len(v.Chain) != 3 || !v.Complete {
 		t.Fatalf("%s: chain of %d steps (complete %v), want sleeper, middle shell, root: %+v", how, len(v.Chain), v.Complete, v)
@@ -63,12 +63,12 @@ func TestWhyNamesTheShellThatStartedADoubleFork(t *testing.T) {
 	sleeper := doubleForked(t, d, "why", mark)
 	id := fmt.Sprintf("%d@%d", sleeper.PID, sleeper.StartTicks)
 
-	var v server.Why
+	var v api.Why
 	d.do("GET", "/v1/why/"+id, nil, &v)
 	checkWhyChain(t, "API", v, sleeper, mark)
 
 	out, code := d.run("why", "--json", strconv.Itoa(sleeper.PID))
-	var cli server.Why
+	var cli api.Why
 	if err := json.Unmarshal([]byte(out), &cli); code != 0 || err != nil {
 		t.Fatalf("lineage why --json: exit %d, %v: %s", code, err, out)
 	}
@@ -80,7 +80,7 @@ func TestWhyNamesTheShellThatStartedADoubleFork(t *testing.T) {
 
 	curl := testutil.LookTool(t, "curl")
 	raw, err := exec.Command(curl, "-s", "--unix-socket", d.sock, "http://x/v1/why/"+id).Output()
-	var viaCurl server.Why
+	var viaCurl api.Why
 	if err == nil {
 		err = json.Unmarshal(raw, &viaCurl)
 	}

@@ -3,6 +3,7 @@ package bpf
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/cilium/ebpf"
 
@@ -178,4 +179,28 @@ func (b *Tracker) forgetKeeps(root lineage.Identity) error {
 func (b *Tracker) isRootLocked(root lineage.Identity) bool {
 	var r lineageRoot
 	return b.objs.Roots.Lookup(root.PID, &r) == nil && r.Start == root.StartTicks
+}
+
+// PinnedSpared reads, from the tracker pinned for this layout under root,
+// whether the kernel spares each of ids: true for a member marked spared
+// (by the kernel's own keep rules or by user space), false for a member
+// not marked; an identity that is no member is left out. It reads and
+// changes nothing else, and takes no lock: what a daemon that died left
+// in the kernel can be read after it.
+func PinnedSpared(root string, ids ...lineage.Identity) (map[lineage.Identity]bool, error) {
+	dir := layoutDir(root, LayoutVersion)
+	members, err := ebpf.LoadPinnedMap(filepath.Join(dir, lineageMapMembers), &ebpf.LoadPinOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("pinned set %s: %w", dir, err)
+	}
+	defer members.Close()
+	out := make(map[lineage.Identity]bool, len(ids))
+	for _, id := range ids {
+		var m lineageMember
+		if err := members.Lookup(id.PID, &m); err != nil || m.Start != id.StartTicks {
+			continue
+		}
+		out[id] = m.Flags&lineageMemberFlagMEMBER_F_SPARED != 0
+	}
+	return out, nil
 }

@@ -1,0 +1,206 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/policy"
+)
+
+// MaxBody is the largest request body the server reads.
+const MaxBody = 64 << 10
+
+// maxKeeps bounds the keep rules a session opens with.
+const maxKeeps = 256
+
+// maxTTL bounds a keep's lifetime.
+const maxTTL = 30 * 24 * time.Hour
+
+var sessionID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// decodeBody reads one JSON object of at most MaxBody bytes into v,
+// refusing unknown fields and trailing data. An empty body is an empty
+// object.
+func decodeBody(r io.Reader, v any) error {
+	data, err := io.ReadAll(io.LimitReader(r, MaxBody+1))
+	if err != nil {
+		return fmt.Errorf("%w body: %w", lineage.ErrInvalid, err)
+	}
+	if len(data) > MaxBody {
+		return errorf(http.StatusRequestEntityTooLarge, api.CodeTooLarge, "body over %d bytes", MaxBody)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		data = []byte("{}")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w body: %w", lineage.ErrInvalid, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w body: trailing data after the object", lineage.ErrInvalid)
+	}
+	return nil
+}
+
+// checkSessionID refuses an id the API can't carry in a path.
+func checkSessionID(id string) error {
+	if !sessionID.MatchString(id) {
+		return fmt.Errorf("%w session id %q: want 1-64 of [A-Za-z0-9._-], starting with a letter or digit", lineage.ErrInvalid, id)
+	}
+	return nil
+}
+
+// checkKind refuses a runtime kind the API doesn't know: a typo must not
+// quietly make a session interactive. Empty is interactive.
+func checkKind(s string) error {
+	if s == "" || s == policy.Interactive.String() || s == policy.Autonomous.String() {
+		return nil
+	}
+	return fmt.Errorf("%w kind %.40q: want interactive or autonomous", lineage.ErrInvalid, s)
+}
+
+// parseKind reads a runtime kind the request decoders let through, or one
+// from a saved state; empty and unknown count as interactive, so a
+// session is never auto-killed for a kind this daemon doesn't know.
+func parseKind(s string) policy.Kind {
+	if s == policy.Autonomous.String() {
+		return policy.Autonomous
+	}
+	return policy.Interactive
+}
+
+// DecodeOpenSession reads and checks the body of POST /v1/sessions.
+func DecodeOpenSession(r io.Reader) (api.OpenSession, error) {
+	var req api.OpenSession
+	if err := decodeBody(r, &req); err != nil {
+		return req, err
+	}
+	if req.ID != "" {
+		if err := checkSessionID(req.ID); err != nil {
+			return req, err
+		}
+	}
+	if req.Parent != "" {
+		if err := checkSessionID(req.Parent); err != nil {
+			return req, err
+		}
+	}
+	if err := checkKind(req.Kind); err != nil {
+		return req, err
+	}
+	if len(req.Label) > 256 {
+		return req, fmt.Errorf("%w label: over 256 bytes", lineage.ErrInvalid)
+	}
+	if req.Owner != nil {
+		if err := req.Owner.Validate(); err != nil {
+			return req, fmt.Errorf("owner: %w", err)
+		}
+	}
+	if len(req.Keep) > maxKeeps {
+		return req, fmt.Errorf("%w keep: over %d rules", lineage.ErrInvalid, maxKeeps)
+	}
+	return req, nil
+}
+
+// DecodeAddRoot reads and checks the body of POST /v1/roots.
+func DecodeAddRoot(r io.Reader) (api.AddRoot, error) {
+	var req api.AddRoot
+	if err := decodeBody(r, &req); err != nil {
+		return req, err
+	}
+	if req.PID <= 1 || req.PID > 1<<22 {
+		return req, fmt.Errorf("%w pid %d: want a process id above 1", lineage.ErrInvalid, req.PID)
+	}
+	if err := checkSessionID(req.Session); err != nil {
+		return req, err
+	}
+	if err := checkKind(req.Kind); err != nil {
+		return req, err
+	}
+	if len(req.Label) > 256 {
+		return req, fmt.Errorf("%w label: over 256 bytes", lineage.ErrInvalid)
+	}
+	if req.Owner != nil {
+		if err := req.Owner.Validate(); err != nil {
+			return req, fmt.Errorf("owner: %w", err)
+		}
+	}
+	if len(req.Keep) > maxKeeps {
+		return req, fmt.Errorf("%w keep: over %d rules", lineage.ErrInvalid, maxKeeps)
+	}
+	return req, nil
+}
+
+// DecodeAddKeep reads and checks the body of POST /v1/keeps, and returns
+// the identity, the rule and its lifetime (zero: no end).
+func DecodeAddKeep(r io.Reader) (api.AddKeep, lineage.Identity, policy.Keep, time.Duration, error) {
+	var req api.AddKeep
+	fail := func(err error) (api.AddKeep, lineage.Identity, policy.Keep, time.Duration, error) {
+		return req, lineage.Identity{}, policy.Keep{}, 0, err
+	}
+	if err := decodeBody(r, &req); err != nil {
+		return fail(err)
+	}
+	id, err := lineage.ParseIdentity(req.Process)
+	if err != nil {
+		return fail(err)
+	}
+	keep, err := policy.KeepIdentity(id)
+	if req.Root {
+		keep, err = policy.KeepRoot(id)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	var ttl time.Duration
+	if req.TTL != "" {
+		if ttl, err = time.ParseDuration(req.TTL); err != nil || ttl <= 0 || ttl > maxTTL {
+			return fail(fmt.Errorf("%w ttl %q: want a positive duration up to %v", lineage.ErrInvalid, req.TTL, maxTTL))
+		}
+	}
+	return req, id, keep, ttl, nil
+}
+
+// rootPrefix marks a keep rule on a root's whole lineage, exePrefix one on
+// an executable.
+const (
+	rootPrefix = "root:"
+	exePrefix  = "exe:"
+)
+
+// DecodeKeepRule reads the {rule} of DELETE /v1/keeps/{rule}: a keep rule
+// as the API shows it, PID@START, root:PID@START or exe:PATH (its slashes
+// URL-escaped). It returns the identity the rule names (zero for an exe
+// rule) and the rule.
+func DecodeKeepRule(s string) (lineage.Identity, policy.Keep, error) {
+	if strings.HasPrefix(s, exePrefix) {
+		rule, err := policy.ParseKeep(s)
+		if err != nil {
+			return lineage.Identity{}, policy.Keep{}, fmt.Errorf("keep rule %.80q: %w", s, err)
+		}
+		return lineage.Identity{}, rule, nil
+	}
+	text, root := strings.CutPrefix(s, rootPrefix)
+	id, err := lineage.ParseIdentity(text)
+	if err != nil {
+		return lineage.Identity{}, policy.Keep{}, fmt.Errorf("keep rule %.80q: %w", s, err)
+	}
+	rule, err := policy.KeepIdentity(id)
+	if root {
+		rule, err = policy.KeepRoot(id)
+	}
+	if err != nil {
+		return lineage.Identity{}, policy.Keep{}, err
+	}
+	return id, rule, nil
+}

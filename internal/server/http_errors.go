@@ -1,0 +1,72 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/loader"
+)
+
+// apiError is an error with the HTTP status and code it is answered with.
+type apiError struct {
+	status int
+	code   string
+	err    error
+}
+
+func (e *apiError) Error() string { return e.err.Error() }
+func (e *apiError) Unwrap() error { return e.err }
+
+func errorf(status int, code, format string, args ...any) error {
+	return &apiError{status: status, code: code, err: fmt.Errorf(format, args...)}
+}
+
+func forbidden(format string, args ...any) error {
+	return errorf(http.StatusForbidden, api.CodeForbidden, format, args...)
+}
+
+func notFound(format string, args ...any) error {
+	return errorf(http.StatusNotFound, api.CodeNotFound, format, args...)
+}
+
+func conflict(format string, args ...any) error {
+	return errorf(http.StatusConflict, api.CodeConflict, format, args...)
+}
+
+// classify picks the status and code for err: an apiError's own, else by
+// the sentinel it wraps.
+func classify(err error) (int, string) {
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		return ae.status, ae.code
+	case errors.Is(err, lineage.ErrInvalid):
+		return http.StatusBadRequest, api.CodeInvalid
+	case errors.Is(err, lineage.ErrNoProcess), errors.Is(err, lineage.ErrIdentityMismatch):
+		return http.StatusNotFound, api.CodeNotFound
+	case errors.Is(err, loader.ErrAlreadyTracked):
+		return http.StatusConflict, api.CodeConflict
+	case errors.Is(err, loader.ErrNotRoot):
+		return http.StatusNotFound, api.CodeNotFound
+	}
+	return http.StatusInternalServerError, api.CodeInternal
+}
+
+// writeError answers err as JSON.
+func writeError(w http.ResponseWriter, err error) {
+	status, code := classify(err)
+	writeJSON(w, status, api.Error{Error: err.Error(), Code: code})
+}
+
+// writeJSON answers v with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
