@@ -99,3 +99,46 @@ func TestOpenHandoffRejectsWhatIsNotOurMaps(t *testing.T) {
 		t.Errorf("swapped maps: %v, want ErrInvalid", err)
 	}
 }
+
+// A holder that can't ask the exit hook whether the kernel skipped runs of
+// it (a Handoff holds no program) checks every entry against /proc: an
+// entry the kernel wrote for a process that is gone (its exit hook skipped)
+// is neither listed nor kept. The entry names a pid above any pid_max, so
+// no process can be touched.
+func TestHandoffDropsAnEntryWhoseExitWasMissed(t *testing.T) {
+	b := openBPF(t, nil)
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	id, _ := spawn(t, b, fmt.Sprintf("sleep %s", testutil.Sleep(mark)), loader.RootOptions{})
+	t.Cleanup(func() { killMembers(t, b, id) })
+	gone := uint32(1 << 30)
+	m := lineageMember{Start: 5, ParentPid: id.PID, ParentStart: id.StartTicks, RootPid: id.PID, RootStart: id.StartTicks}
+	if err := b.objs.Members.Put(gone, &m); err != nil {
+		t.Fatal(err)
+	}
+	files, err := b.HandoffFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := OpenHandoff(files, b.Containment())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	ms, err := h.Members(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if m.PID == gone {
+			t.Errorf("the entry of a process that is gone is listed: %+v", m)
+		}
+	}
+	if len(ms) == 0 {
+		t.Error("the live root is not listed")
+	}
+	var left lineageMember
+	if err := b.objs.Members.Lookup(gone, &left); err == nil {
+		t.Errorf("the entry of a process that is gone stayed: %+v", left)
+	}
+}

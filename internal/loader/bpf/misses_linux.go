@@ -34,6 +34,21 @@ func (b *Tracker) forkMisses() (uint64, error) {
 	return st.RecursionMisses, nil
 }
 
+// exitMisses is how many runs of the exit hook the kernel skipped since
+// the program was loaded: each a member that exited and whose entry stays,
+// a process gone that the map still lists. A Handoff says 1, as forkMisses
+// does.
+func (b *Tracker) exitMisses() (uint64, error) {
+	if b.objs.HandleExit == nil {
+		return 1, nil
+	}
+	st, err := b.objs.HandleExit.Stats()
+	if err != nil {
+		return 0, fmt.Errorf("read exit hook stats: %w", err)
+	}
+	return st.RecursionMisses, nil
+}
+
 // adoptMissed adds to root's lineage the live descendants of its members
 // that the map lacks, when the fork hook has skipped runs; it does nothing
 // otherwise.

@@ -206,10 +206,12 @@ func (b *Tracker) isMemberLocked(id lineage.Identity) bool {
 	return b.objs.Members.Lookup(id.PID, &m) == nil && m.Start == id.StartTicks
 }
 
-// Members implements Backend. Entries written by the kernel are exact;
-// entries written from user space are checked against /proc, and dropped if
-// their process is gone. Where the kernel skipped runs of the fork hook,
-// what it missed is adopted from /proc first (see adoptMissed).
+// Members implements Backend. Entries written by the kernel are exact
+// while it runs every exit hook; entries written from user space, and every
+// entry once the kernel has skipped a run of the exit hook (a member gone
+// whose entry stayed), are checked against /proc, and dropped if their
+// process is gone. Where the kernel skipped runs of the fork hook, what it
+// missed is adopted from /proc first (see adoptMissed).
 func (b *Tracker) Members(root lineage.Identity) ([]lineage.Member, error) {
 	all, err := b.MembersOfEach([]lineage.Identity{root})
 	if err != nil {
@@ -234,6 +236,10 @@ func (b *Tracker) MembersOfEach(roots []lineage.Identity) (map[lineage.Identity]
 			return nil, err
 		}
 	}
+	exits, err := b.exitMisses()
+	if err != nil {
+		return nil, err
+	}
 	entries, err := b.memberEntries()
 	if err != nil {
 		return nil, err
@@ -251,7 +257,7 @@ func (b *Tracker) MembersOfEach(roots []lineage.Identity) (map[lineage.Identity]
 			continue
 		}
 		id := lineage.Identity{PID: e.pid, StartTicks: m.Start}
-		if m.Flags&lineageMemberFlagMEMBER_F_ADOPTED != 0 {
+		if exits > 0 || m.Flags&lineageMemberFlagMEMBER_F_ADOPTED != 0 {
 			if err := b.proc.Check(id); err != nil {
 				stale = append(stale, id)
 				continue
