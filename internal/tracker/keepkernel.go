@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
 )
@@ -36,51 +35,37 @@ func (j *Job) KeepInKernel(rules policy.KeepRules) error {
 			errs = append(errs, fmt.Errorf("keep the lineage of %s in the kernel: %w", j.root, err))
 		}
 	}
-	var exes policy.KeepRules
+	// The members the rules keep already are marked from one listing.
+	var marking policy.KeepRules
 	for _, rule := range rules {
-		if id, ok := rule.Process(); ok {
-			j.spareMember(id)
+		if _, ok := rule.Process(); ok {
+			marking = append(marking, rule)
 			continue
 		}
 		f, ok := rule.File()
 		if !ok {
 			continue
 		}
-		exes = append(exes, rule)
+		marking = append(marking, rule)
 		if err := k.KeepExe(j.root, f); err != nil {
 			errs = append(errs, fmt.Errorf("keep %s for %s in the kernel: %w", rule, j.root, err))
 		}
 	}
-	if len(exes) > 0 {
-		errs = append(errs, j.markRunning(exes))
+	if len(marking) > 0 {
+		errs = append(errs, j.markKept(marking))
 	}
 	return errors.Join(errs...)
 }
 
-// spareMember marks id spared whatever it execs, when it is a member of
-// j's lineage; a rule on a process of another lineage (or none) marks
-// nothing here.
-func (j *Job) spareMember(id lineage.Identity) {
-	ms, err := j.t.backend.Members(j.root)
-	if err != nil {
-		return
-	}
-	for _, m := range ms {
-		if m.Identity == id {
-			j.spare(id, false)
-			return
-		}
-	}
-}
-
-// markRunning marks the members of j's lineage that run a program exes
-// keep: they exec'd it before the kernel knew the rule.
-func (j *Job) markRunning(exes policy.KeepRules) error {
+// markKept marks the members of j's lineage that rules keep (a process
+// kept by identity, whatever it execs; one running a program an exe rule
+// keeps, for that program): they ran before the kernel knew the rule.
+func (j *Job) markKept(rules policy.KeepRules) error {
 	ms, err := j.t.backend.Members(j.root)
 	if err != nil {
 		return fmt.Errorf("members of %s: %w", j.root, err)
 	}
-	tally := newKeepTally(exes, j.t.tree, j.t.proc)
+	tally := newKeepTally(rules, j.t.tree, j.t.proc)
 	for _, m := range ms {
 		if rule, ok := tally.match(m); ok {
 			j.spareFor(m.Identity, rule)
