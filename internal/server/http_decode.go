@@ -79,6 +79,27 @@ func parseKind(s string) policy.Kind {
 	return policy.Interactive
 }
 
+// checkNewSession checks what a request that may open a session says of
+// it (POST /v1/sessions, and POST /v1/roots for a session it opens): its
+// kind, label, owner and first keep rules.
+func checkNewSession(kind, label string, owner *lineage.Identity, keep []policy.Keep) error {
+	if err := checkKind(kind); err != nil {
+		return err
+	}
+	if len(label) > 256 {
+		return fmt.Errorf("%w label: over 256 bytes", lineage.ErrInvalid)
+	}
+	if owner != nil {
+		if err := owner.Validate(); err != nil {
+			return fmt.Errorf("owner: %w", err)
+		}
+	}
+	if len(keep) > maxKeeps {
+		return fmt.Errorf("%w keep: over %d rules", lineage.ErrInvalid, maxKeeps)
+	}
+	return nil
+}
+
 // DecodeOpenSession reads and checks the body of POST /v1/sessions.
 func DecodeOpenSession(r io.Reader) (api.OpenSession, error) {
 	var req api.OpenSession
@@ -95,21 +116,7 @@ func DecodeOpenSession(r io.Reader) (api.OpenSession, error) {
 			return req, err
 		}
 	}
-	if err := checkKind(req.Kind); err != nil {
-		return req, err
-	}
-	if len(req.Label) > 256 {
-		return req, fmt.Errorf("%w label: over 256 bytes", lineage.ErrInvalid)
-	}
-	if req.Owner != nil {
-		if err := req.Owner.Validate(); err != nil {
-			return req, fmt.Errorf("owner: %w", err)
-		}
-	}
-	if len(req.Keep) > maxKeeps {
-		return req, fmt.Errorf("%w keep: over %d rules", lineage.ErrInvalid, maxKeeps)
-	}
-	return req, nil
+	return req, checkNewSession(req.Kind, req.Label, req.Owner, req.Keep)
 }
 
 // DecodeAddRoot reads and checks the body of POST /v1/roots.
@@ -124,21 +131,7 @@ func DecodeAddRoot(r io.Reader) (api.AddRoot, error) {
 	if err := checkSessionID(req.Session); err != nil {
 		return req, err
 	}
-	if err := checkKind(req.Kind); err != nil {
-		return req, err
-	}
-	if len(req.Label) > 256 {
-		return req, fmt.Errorf("%w label: over 256 bytes", lineage.ErrInvalid)
-	}
-	if req.Owner != nil {
-		if err := req.Owner.Validate(); err != nil {
-			return req, fmt.Errorf("owner: %w", err)
-		}
-	}
-	if len(req.Keep) > maxKeeps {
-		return req, fmt.Errorf("%w keep: over %d rules", lineage.ErrInvalid, maxKeeps)
-	}
-	return req, nil
+	return req, checkNewSession(req.Kind, req.Label, req.Owner, req.Keep)
 }
 
 // DecodeAddKeep reads and checks the body of POST /v1/keeps, and returns
