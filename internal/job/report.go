@@ -146,8 +146,12 @@ func (r *Report) WarnLosses(backendName string) {
 func hookMissWarning(st loader.Stats) string {
 	var parts []string
 	if st.ForkMisses > 0 {
-		parts = append(parts, fmt.Sprintf("%d of the fork hook (the second fork hook added %d %s, /proc adoption %d more)",
-			st.ForkMisses, st.ForksCaught, plural(int(st.ForksCaught), "process", "processes"), st.AdoptedAfterMiss))
+		adopted := fmt.Sprintf("/proc adoption %d more", st.AdoptedAfterMiss)
+		if st.AdoptedOrphans > 0 {
+			adopted += fmt.Sprintf(", %d of them %s reparented to lineage", st.AdoptedOrphans, plural(int(st.AdoptedOrphans), "an orphan", "orphans"))
+		}
+		parts = append(parts, fmt.Sprintf("%d of the fork hook (the second fork hook added %d %s, %s)",
+			st.ForkMisses, st.ForksCaught, plural(int(st.ForksCaught), "process", "processes"), adopted))
 	}
 	if st.CatcherMisses > 0 {
 		parts = append(parts, fmt.Sprintf("%d of the second fork hook", st.CatcherMisses))

@@ -98,11 +98,17 @@ type Stats struct {
 	// AdoptedAfterMiss counts members adopted from /proc by parent pid
 	// because the fork hooks had skipped runs: processes no hook saw.
 	AdoptedAfterMiss uint64 `json:"adopted_after_miss,omitempty"`
+	// AdoptedOrphans counts, of AdoptedAfterMiss, the orphans this
+	// process, the child subreaper of a lineage it spawned, inherited:
+	// processes no hook saw whose parent died before a listing.
+	AdoptedOrphans uint64 `json:"adopted_orphans,omitempty"`
 	// KeptAtExec counts members the kernel spared at their exec of a
 	// program an exe keep rule keeps.
 	KeptAtExec uint64 `json:"kept_at_exec,omitempty"`
-	// Unattributed counts orphans the proc backend could not attribute to
-	// one spawned root: they escaped (see PollStats.Unattributed).
+	// Unattributed counts orphans reparented to this process that could
+	// not be attributed to one spawned root: they escaped (see
+	// PollStats.Unattributed; the bpf backend judges only the orphans no
+	// fork hook saw).
 	Unattributed uint64 `json:"unattributed,omitempty"`
 }
 

@@ -2,6 +2,7 @@ package proc
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,12 +11,18 @@ import (
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
+// SkipProcess, returned by the add function of [FS.Adopt], leaves that
+// process out: it is not counted as added, and no walk goes on from it to
+// its children (it belongs to another lineage, say).
+var SkipProcess = errors.New("skip this process")
+
 // Adopt finds the live descendants of root that are not yet members and
 // hands each to add, with the identity of its current parent, parents before
 // children. It repeats full passes over /proc until one adds nothing, so a
 // process forked by a descendant while an earlier pass ran is still found.
-// isMember reports what is already a member (root included). Adopt returns
-// how many processes it added.
+// isMember reports what is already a member (root included). add may
+// return SkipProcess to leave a process out. Adopt returns how many
+// processes it added.
 //
 // Descendants are found by ppid, the only relation /proc shows: a process
 // that a descendant created and that was reparented away before the first
@@ -30,12 +37,26 @@ func (p FS) Adopt(root lineage.Identity, isMember func(lineage.Identity) bool, a
 	if p.childless(root) {
 		return 0, nil
 	}
+	return p.adopt(root, isMember, nil, add)
+}
+
+// AdoptWithOrphans is Adopt that also adopts every live process isOrphan
+// claims for root (not a kernel thread, not a zombie, not a member), with
+// the zero identity as its parent, and then its descendants. A child
+// subreaper names this way the orphans it inherited from root's lineage:
+// their parent died before anything saw them, so no member is their
+// parent.
+func (p FS) AdoptWithOrphans(root lineage.Identity, isMember func(lineage.Identity) bool, isOrphan func(lineage.Stat) bool, add func(child lineage.Stat, parent lineage.Identity) error) (int, error) {
+	return p.adopt(root, isMember, isOrphan, add)
+}
+
+func (p FS) adopt(root lineage.Identity, isMember func(lineage.Identity) bool, isOrphan func(lineage.Stat) bool, add func(lineage.Stat, lineage.Identity) error) (int, error) {
 	added := 0
 	for pass := 0; ; pass++ {
 		if pass > 1000 {
 			return added, fmt.Errorf("adopt descendants of %s: still finding new processes after %d passes", root, pass)
 		}
-		n, err := p.adoptPass(root, isMember, add)
+		n, err := p.adoptPass(root, isMember, isOrphan, add)
 		added += n
 		if err != nil || n == 0 {
 			return added, err
@@ -43,7 +64,7 @@ func (p FS) Adopt(root lineage.Identity, isMember func(lineage.Identity) bool, a
 	}
 }
 
-func (p FS) adoptPass(root lineage.Identity, isMember func(lineage.Identity) bool, add func(lineage.Stat, lineage.Identity) error) (int, error) {
+func (p FS) adoptPass(root lineage.Identity, isMember func(lineage.Identity) bool, isOrphan func(lineage.Stat) bool, add func(lineage.Stat, lineage.Identity) error) (int, error) {
 	stats := make(map[int]lineage.Stat)
 	children := make(map[int][]int)
 	// A process that exited while we looked is left out.
@@ -54,15 +75,26 @@ func (p FS) adoptPass(root lineage.Identity, isMember func(lineage.Identity) boo
 	}); err != nil {
 		return 0, err
 	}
+	added := 0
 	// Walk down from every member: a member reparented away from root still
-	// has its own children.
+	// has its own children. An orphan is adopted first, then walked down
+	// from as a member is.
 	var queue []int
 	for pid, st := range stats {
-		if st.Identity == root || isMember(st.Identity) {
+		switch {
+		case st.Identity == root || isMember(st.Identity):
 			queue = append(queue, pid)
+		case isOrphan != nil && !st.Kernel && !st.Zombie() && isOrphan(st):
+			switch err := add(st, lineage.Identity{}); {
+			case errors.Is(err, SkipProcess):
+			case err != nil:
+				return added, fmt.Errorf("adopt orphan %s: %w", st.Identity, err)
+			default:
+				added++
+				queue = append(queue, pid)
+			}
 		}
 	}
-	added := 0
 	seen := make(map[int]bool, len(queue))
 	for len(queue) > 0 {
 		pid := queue[0]
@@ -78,7 +110,11 @@ func (p FS) adoptPass(root lineage.Identity, isMember func(lineage.Identity) boo
 				continue
 			}
 			if !isMember(st.Identity) {
-				if err := add(st, parent); err != nil {
+				err := add(st, parent)
+				if errors.Is(err, SkipProcess) {
+					continue
+				}
+				if err != nil {
 					return added, fmt.Errorf("adopt %s: %w", st.Identity, err)
 				}
 				added++

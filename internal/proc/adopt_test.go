@@ -91,6 +91,66 @@ func TestAdoptFindsDescendantsPassAfterPass(t *testing.T) {
 	}
 }
 
+// A child subreaper's orphans are adopted with no parent, then walked down
+// from; a process add skips is neither counted nor walked into.
+func TestAdoptWithOrphansAndSkips(t *testing.T) {
+	dir := t.TempDir()
+	writeStat(t, dir, 1, 0, 1)
+	writeStat(t, dir, 50, 1, 5)    // the subreaper
+	writeStat(t, dir, 100, 50, 10) // the root
+	writeStat(t, dir, 101, 50, 11) // an orphan of the root's lineage
+	writeStat(t, dir, 102, 101, 12)
+	writeStat(t, dir, 103, 50, 13)              // the subreaper's helper
+	writeStatState(t, dir, 104, 50, 14, "Z", 1) // a dead orphan
+	writeStat(t, dir, 110, 100, 20)             // another lineage's member
+	writeStat(t, dir, 111, 110, 21)             // and its child
+	p, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := lineage.Identity{PID: 100, StartTicks: 10}
+	other := lineage.Identity{PID: 110, StartTicks: 20}
+	members := map[lineage.Identity]lineage.Identity{root: {}}
+	asked := map[uint32]bool{}
+	n, err := p.AdoptWithOrphans(root, func(id lineage.Identity) bool { _, ok := members[id]; return ok },
+		func(st lineage.Stat) bool {
+			asked[st.PID] = true
+			return st.PPID == 50 && st.PID != 100 && st.PID != 103
+		},
+		func(child lineage.Stat, parent lineage.Identity) error {
+			if child.Identity == other {
+				return SkipProcess
+			}
+			members[child.Identity] = parent
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[lineage.Identity]lineage.Identity{
+		{PID: 101, StartTicks: 11}: {},
+		{PID: 102, StartTicks: 12}: {PID: 101, StartTicks: 11},
+	}
+	if n != len(want) {
+		t.Errorf("adopted %d, want %d: %v", n, len(want), members)
+	}
+	for child, parent := range want {
+		if got, ok := members[child]; !ok || got != parent {
+			t.Errorf("%v: adopted with parent %v (%v), want %v", child, got, ok, parent)
+		}
+	}
+	for _, pid := range []uint32{103, 104, 110, 111} {
+		for id := range members {
+			if id.PID == pid {
+				t.Errorf("%d adopted", pid)
+			}
+		}
+	}
+	if asked[104] {
+		t.Error("a zombie was offered as an orphan")
+	}
+}
+
 func TestCheckRefusesAReusedPidAndAZombie(t *testing.T) {
 	dir := t.TempDir()
 	writeStat(t, dir, 200, 1, 20)

@@ -38,8 +38,22 @@ func (t *Tracker) startGuardian(s job.Spec, beforeJob bool) *guardian.Guardian {
 		cfg.Handoff, err = tracker.HandoffFiles()
 	}
 	var g *guardian.Guardian
-	if err == nil {
-		g, err = guardian.Start(cfg)
+	start := func() (int, error) {
+		var err error
+		if g, err = guardian.Start(cfg); err != nil {
+			return 0, err
+		}
+		return g.PID(), nil
+	}
+	switch {
+	case err != nil:
+	case isBPF:
+		// Started as a helper: where the kernel skipped forks, the
+		// tracker adopts this process's other children as the job's
+		// orphans.
+		err = tracker.StartHelper(start)
+	default:
+		_, err = start()
 	}
 	if err == nil && !isBPF {
 		// A scan that sees the guardian now keeps the proc backend from

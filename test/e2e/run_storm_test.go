@@ -92,10 +92,10 @@ func testRunReapsAForkStorm(t *testing.T, backend string, width, depth, minRan i
 	}
 	st := res.report.Stats
 	t.Logf("storm: %s: %d processes ran, %d outcomes, %d killed at birth; the kernel skipped %d runs of the fork hook, "+
-		"the second fork hook added %d and was skipped %d times, /proc adoption added %d; %d unseen by any hook and any adoption "+
+		"the second fork hook added %d and was skipped %d times, /proc adoption added %d (%d of them orphans); %d unseen by any hook and any adoption "+
 		"(kill phase %v, containment %s, all hooks' skipped runs %d)",
 		map[bool]string{false: "parents live", true: "orphans"}[orphans], len(ran), len(res.report.Reap.Outcomes), len(res.report.Contained),
-		st.ForkMisses, st.ForksCaught, st.CatcherMisses, st.AdoptedAfterMiss, unseen,
+		st.ForkMisses, st.ForksCaught, st.CatcherMisses, st.AdoptedAfterMiss, st.AdoptedOrphans, unseen,
 		res.report.Reap.Phases.Kill, res.report.Reap.Containment, st.HookMisses)
 	if unseen > 0 {
 		t.Errorf("%d of %d processes that ran are not in the report", unseen, len(ran))

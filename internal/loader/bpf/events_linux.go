@@ -59,6 +59,8 @@ func (b *Tracker) Stats() (loader.Stats, error) {
 		}
 	}
 	st.AdoptedAfterMiss = b.adopted.Load()
+	st.AdoptedOrphans = b.orphans.Load()
+	st.Unattributed = b.unattributedCount.Load()
 	return st, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/proc"
 )
 
 // The kernel may skip a run of a tracing program: it counts the run in the
@@ -18,7 +19,9 @@ import (
 // What both missed, where the first fork hook has missed runs, is adopted
 // from /proc by parent pid before every listing, as Register adopts a
 // root's descendants (the kernel keeps them exact from then on): a child
-// whose parent is still alive, that is.
+// whose parent is still alive, or, where this process is the child
+// subreaper that spawned the lineage, an orphan it inherited
+// (orphans_linux.go).
 
 // forkMisses is how many runs of the fork hook the kernel skipped since the
 // program was loaded. A Handoff holds no program to ask: it says 1, and so
@@ -61,16 +64,29 @@ func (b *Tracker) adoptMissed(root lineage.Identity) error {
 }
 
 // adoptMissedOf is adoptMissed once the fork hook is known to have
-// skipped runs.
+// skipped runs. Where this process is a child subreaper that spawned root,
+// its children that are no one's are root's orphans (orphans_linux.go).
 func (b *Tracker) adoptMissedOf(root lineage.Identity) error {
 	b.mapMu.Lock()
 	defer b.mapMu.Unlock()
+	isOrphan, release, err := b.orphansOf(root)
+	if err != nil {
+		return fmt.Errorf("adopt what the fork hook missed: %w", err)
+	}
+	defer release()
 	isMember := func(id lineage.Identity) bool {
 		var m lineageMember
 		return b.objs.Members.Lookup(id.PID, &m) == nil && m.Start == id.StartTicks &&
 			m.RootPid == root.PID && m.RootStart == root.StartTicks
 	}
-	_, err := b.proc.Adopt(root, isMember, func(child lineage.Stat, parent lineage.Identity) error {
+	add := func(child lineage.Stat, parent lineage.Identity) error {
+		// A process that is another lineage's member stays its member; an
+		// entry left by a dead process with the same pid (a missed exit) is
+		// replaced.
+		var existing lineageMember
+		if b.objs.Members.Lookup(child.PID, &existing) == nil && existing.Start == child.StartTicks {
+			return proc.SkipProcess
+		}
 		cm := lineageMember{
 			Start:       child.StartTicks,
 			ParentPid:   parent.PID,
@@ -79,19 +95,20 @@ func (b *Tracker) adoptMissedOf(root lineage.Identity) error {
 			RootStart:   root.StartTicks,
 			Flags:       lineageMemberFlagMEMBER_F_ADOPTED,
 		}
-		// A process that is another lineage's member stays its member; an
-		// entry left by a dead process with the same pid (a missed exit) is
-		// replaced.
-		var existing lineageMember
-		if b.objs.Members.Lookup(child.PID, &existing) == nil && existing.Start == child.StartTicks {
-			return nil
-		}
 		if err := b.objs.Members.Update(child.PID, &cm, ebpf.UpdateAny); err != nil {
 			return err
 		}
 		b.adopted.Add(1)
+		if parent == (lineage.Identity{}) {
+			b.orphans.Add(1)
+		}
 		return nil
-	})
+	}
+	if isOrphan != nil {
+		_, err = b.proc.AdoptWithOrphans(root, isMember, isOrphan, add)
+	} else {
+		_, err = b.proc.Adopt(root, isMember, add)
+	}
 	if err != nil {
 		return fmt.Errorf("adopt what the fork hook missed: %w", err)
 	}

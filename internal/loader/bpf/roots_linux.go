@@ -64,6 +64,7 @@ func (b *Tracker) Spawn(cmd *exec.Cmd, opts loader.RootOptions) (lineage.Identit
 		}
 		return lineage.Identity{}, fmt.Errorf("spawn %s: the kernel did not register the new process", cmd.Path)
 	}
+	b.spawnedRoot(id)
 	return id, nil
 }
 
@@ -326,6 +327,7 @@ func (b *Tracker) Forget(root lineage.Identity) error {
 	}
 	_ = b.objs.Roots.Delete(root.PID)
 	b.mapMu.Unlock()
+	b.forgetSpawned(root)
 
 	entries, err := b.memberEntries()
 	for _, e := range entries {

@@ -144,8 +144,17 @@ type Tracker struct {
 	undecodable atomic.Uint64
 	// syncs are the callers of Sync waiting for Run.
 	syncs syncWaiters
-	// adopted counts members adopted from /proc after skipped forks.
-	adopted atomic.Uint64
+	// adopted counts members adopted from /proc after skipped forks,
+	// orphans those of them that were this process's children.
+	adopted, orphans atomic.Uint64
+	// ownMu guards own: read-locked across an adoption of orphans, so that
+	// a helper being started is known before any listing could see it.
+	ownMu sync.RWMutex
+	own   owned
+	// unattributed holds the orphans (identities) no one spawned root
+	// could claim; unattributedCount counts them.
+	unattributed      sync.Map
+	unattributedCount atomic.Uint64
 	// gaps places the events the kernel dropped (gaps_linux.go).
 	gaps gapLog
 	// stopLease ends the renewal of the reaper's lease (lease_linux.go);

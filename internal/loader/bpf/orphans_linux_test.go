@@ -1,0 +1,140 @@
+package bpf
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/testutil"
+)
+
+// A process whose fork no hook saw and whose parent died is the child of
+// the child subreaper that spawned its lineage: the adoption after skipped
+// forks takes it as the lineage's orphan, and its descendants with it,
+// while a helper the subreaper started stays out.
+func TestAdoptsTheOrphansASubreaperInherits(t *testing.T) {
+	b := openBPF(t, nil)
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) })
+
+	var helper *exec.Cmd
+	if err := b.StartHelper(func() (int, error) {
+		helper = exec.Command("sleep", testutil.Sleep(mark))
+		if err := helper.Start(); err != nil {
+			return 0, err
+		}
+		return helper.Process.Pid, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = helper.Process.Kill()
+		_ = helper.Wait()
+	})
+
+	// The subshell forks a sleep that forks another, then exits: the
+	// first sleep's shell is an orphan, reparented to this process.
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "orphan")
+	s := testutil.Sleep(mark)
+	root, _ := spawn(t, b, fmt.Sprintf(`(sh -c 'sleep %[1]s & wait' & echo $! >%[2]s.tmp; mv %[2]s.tmp %[2]s); exec sleep %[1]s`, s, pidFile), loader.RootOptions{})
+	t.Cleanup(func() { killMembers(t, b, root) })
+	var orphan lineage.Identity
+	waitFor(t, "the orphan reparented to this process, with a child", 10*time.Second, func() bool {
+		raw, err := os.ReadFile(pidFile)
+		if err != nil {
+			return false
+		}
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
+		st, err := b.proc.Stat(pid)
+		if err != nil || st.PPID != os.Getpid() {
+			return false
+		}
+		orphan = st.Identity
+		return len(childrenOf(b, orphan)) == 1
+	})
+	grandchild := childrenOf(b, orphan)[0]
+	t.Cleanup(func() {
+		// Each is this process's child once the one before is gone.
+		for _, id := range []lineage.Identity{orphan, grandchild} {
+			testutil.KillIdentity(int(id.PID), id.StartTicks)
+			var ws unix.WaitStatus
+			_, _ = unix.Wait4(int(id.PID), &ws, 0, nil)
+		}
+	})
+
+	// As if both fork hooks had skipped the forks that made them.
+	for _, id := range []lineage.Identity{orphan, grandchild} {
+		b.deleteMember(id)
+	}
+	if ms := memberSet(t, b, root); len(ms) != 1 {
+		t.Fatalf("before the adoption the lineage is %v, want its root alone", ms)
+	}
+	if err := b.adoptMissedOf(root); err != nil {
+		t.Fatal(err)
+	}
+	ms := memberSet(t, b, root)
+	if m, ok := ms[orphan]; !ok || m.Parent != (lineage.Identity{}) {
+		t.Errorf("the orphan: %+v (listed %v), want a member with no parent", m, ok)
+	}
+	if m, ok := ms[grandchild]; !ok || m.Parent != orphan {
+		t.Errorf("the orphan's child: %+v (listed %v), want a member, child of the orphan", m, ok)
+	}
+	for id := range ms {
+		if int(id.PID) == helper.Process.Pid {
+			t.Error("the subreaper's helper was adopted")
+		}
+	}
+	if len(ms) != 3 {
+		t.Errorf("the lineage is %v, want the root, the orphan and its child", ms)
+	}
+	st, err := b.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.AdoptedOrphans != 1 || st.AdoptedAfterMiss != 2 {
+		t.Errorf("stats: %d adopted, %d orphans; want 2 and 1", st.AdoptedAfterMiss, st.AdoptedOrphans)
+	}
+
+	// A process that is not the subreaper's is nobody's orphan.
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	b.deleteMember(orphan)
+	b.deleteMember(grandchild)
+	if err := b.adoptMissedOf(root); err != nil {
+		t.Fatal(err)
+	}
+	if ms := memberSet(t, b, root); len(ms) != 1 {
+		t.Errorf("no subreaper: the lineage is %v, want its root alone", ms)
+	}
+}
+
+// childrenOf returns the live children of id, by parent pid.
+func childrenOf(b *Tracker, id lineage.Identity) []lineage.Identity {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", id.PID, id.PID))
+	if err != nil {
+		return nil
+	}
+	var out []lineage.Identity
+	for _, f := range strings.Fields(string(raw)) {
+		pid, _ := strconv.Atoi(f)
+		if c, err := b.proc.Identity(pid); err == nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
