@@ -147,17 +147,23 @@ func (t *Tracker) settle(ctx context.Context, ss []*settlement, opts job.ReapOpt
 func (t *Tracker) reapAll(ctx context.Context, roots []lineage.Identity, byRoot map[lineage.Identity]*settlement, opts job.ReapOptions) {
 	// Before anything is contained: what the rules spare, the kernel
 	// must spare too.
+	var (
+		listed map[lineage.Identity][]lineage.Member
+		fresh  bool
+	)
 	if _, ok := t.backend.(loader.Sparer); ok {
 		all, err := t.membersOfEach(roots)
 		if err != nil {
 			t.note("lineage: spare in the kernel: %v\n", err)
+		} else {
+			listed, fresh = all, true
 		}
 		for _, r := range roots {
 			s := byRoot[r]
 			s.j.markSparedAmong(all[r], s.tally, s.refuse)
 		}
 	}
-	r, err := reap.Reap(ctx, t.sourceOf(roots), reap.Options{
+	r, err := reap.Reap(ctx, t.sourceOf(roots, listed, fresh), reap.Options{
 		Linger:  opts.Linger,
 		Grace:   opts.Grace,
 		Timeout: opts.Timeout,
@@ -198,10 +204,17 @@ func (t *Tracker) reapAll(ctx context.Context, roots []lineage.Identity, byRoot 
 }
 
 // sourceOf lists the live members of all of roots for one reaper, with
-// the argv the event tree has from their exec (see Job.source).
-func (t *Tracker) sourceOf(roots []lineage.Identity) reap.Source {
+// the argv the event tree has from their exec (see Job.source). With
+// fresh set, listed is a listing of them made just before the reap (the
+// kernel's marks'), which the reaper's first look takes, as Job.source's
+// does; every look after it lists afresh.
+func (t *Tracker) sourceOf(roots []lineage.Identity, listed map[lineage.Identity][]lineage.Member, fresh bool) reap.Source {
 	return reap.SourceFunc(func() ([]lineage.Member, error) {
-		all, err := t.membersOfEach(roots)
+		all, err := listed, error(nil)
+		if !fresh {
+			all, err = t.membersOfEach(roots)
+		}
+		fresh = false
 		var ms []lineage.Member
 		for _, r := range roots {
 			ms = append(ms, all[r]...)
