@@ -75,13 +75,17 @@ func TestRunLeftoverInLineagesGroupIsReaped(t *testing.T) {
 // run has no API to ask); with bpf at once (it tracks from the fork).
 func releaseWhenTracked(t *testing.T, d *daemon, v variant, mark, release string) {
 	defer func() { _ = os.WriteFile(release, nil, 0o600) }()
+	// The job's sleeper, not runJob's bystanders (whose argv carries mark
+	// too).
 	var sleeper testutil.Proc
 	if !testutil.Until(30*time.Second, func() bool {
-		ps := testutil.Sleepers(mark)
-		if len(ps) > 0 {
-			sleeper = ps[0]
+		for _, p := range testutil.Sleepers(mark) {
+			if len(p.Argv) == 2 && p.Argv[1] == testutil.Sleep(mark) {
+				sleeper = p
+				return true
+			}
 		}
-		return len(ps) > 0
+		return false
 	}) {
 		return // the job fails on its own, and says why
 	}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -42,14 +43,17 @@ type lostMemberLine struct {
 	Kinds   []record.Kind    `json:"kinds"`
 }
 
-// readRecordLines reads a record's events (the header skipped).
+// readRecordLines reads a record's events (the header skipped). A record
+// still being written may end in part of a line: that part is left for a
+// later read.
 func readRecordLines(t *testing.T, path string) []recordedEvent {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	whole := string(raw[:bytes.LastIndexByte(raw, '\n')+1])
+	lines := strings.Split(strings.TrimSpace(whole), "\n")
 	var out []recordedEvent
 	for _, l := range lines[1:] {
 		var ev recordedEvent

@@ -125,12 +125,12 @@ type runResult struct {
 
 // runLimit is how long one `lineage run` of a test may take: a minute, or
 // two on a slow machine (slowEnv), where loading the program alone takes
-// seconds.
+// seconds; either scaled by testutil.WaitScale, as every wait is.
 func runLimit() time.Duration {
 	if os.Getenv(slowEnv) == "1" {
-		return 2 * time.Minute
+		return 2 * time.Minute * testutil.WaitScale()
 	}
-	return time.Minute
+	return time.Minute * testutil.WaitScale()
 }
 
 // runJob runs lineage in a process group of its own, with two bystanders
