@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
@@ -62,11 +63,32 @@ func writeError(w http.ResponseWriter, err error) {
 	writeJSON(w, status, api.Error{Error: err.Error(), Code: code})
 }
 
-// writeJSON answers v with status.
+// writeJSON answers v with status, indented: an error, or an answer for a
+// reader ([wantsIndent]).
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	writeJSONIndent(w, status, v, true)
+}
+
+// writeJSONIndent answers v with status, indented or compact. Indenting a
+// reap's report of 1,000 members costs more than encoding it (8 against
+// 2.5 ms here) and doubles its size, for a client that only parses it.
+func writeJSONIndent(w http.ResponseWriter, status int, v any, indent bool) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	if indent {
+		enc.SetIndent("", "  ")
+	}
 	_ = enc.Encode(v)
+}
+
+// wantsIndent reports whether r's answer is for a person to read: asked
+// for with ?pretty, or asked by curl or wget. Programs (lineage's own
+// clients among them) get compact JSON.
+func wantsIndent(r *http.Request) bool {
+	if r.URL.Query().Has("pretty") {
+		return true
+	}
+	ua := r.UserAgent()
+	return strings.HasPrefix(ua, "curl/") || strings.HasPrefix(ua, "Wget/")
 }

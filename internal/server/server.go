@@ -314,7 +314,7 @@ func (m methods) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if v != nil {
-		writeJSON(w, status, v)
+		writeJSONIndent(w, status, v, wantsIndent(r))
 	}
 }
 

@@ -2,9 +2,12 @@ package server
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -83,6 +86,42 @@ func TestParseKind(t *testing.T) {
 	for in, want := range map[string]string{"autonomous": "autonomous", "interactive": "interactive", "": "interactive", "Autonomous": "interactive", "x": "interactive"} {
 		if got := parseKind(in).String(); got != want {
 			t.Errorf("%q: %s, want %s", in, got, want)
+		}
+	}
+}
+
+// An answer is compact JSON for a program, indented for curl, wget and a
+// request with ?pretty; all parse the same.
+func TestAnswersIndentedForAReader(t *testing.T) {
+	h := methods{http.MethodGet: func(*http.Request, Peer) (int, any, error) {
+		return http.StatusOK, map[string]any{"api": 1, "sessions": []string{"a"}}, nil
+	}}
+	for _, c := range []struct {
+		target, agent string
+		indented      bool
+	}{
+		{"/v1/status", "Go-http-client/1.1", false},
+		{"/v1/status", "", false},
+		{"/v1/status", "curl/8.14.1", true},
+		{"/v1/status", "Wget/1.25.0", true},
+		{"/v1/status?pretty", "Go-http-client/1.1", true},
+		{"/v1/status?pretty=1", "", true},
+	} {
+		r := httptest.NewRequest(http.MethodGet, c.target, nil)
+		r.Header.Set("User-Agent", c.agent)
+		r = r.WithContext(context.WithValue(r.Context(), peerKey{}, Peer{}))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		body := w.Body.String()
+		if got := strings.Contains(body, "\n  "); got != c.indented {
+			t.Errorf("%s from %q: indented %v, want %v:\n%s", c.target, c.agent, got, c.indented, body)
+		}
+		var v struct {
+			API      int      `json:"api"`
+			Sessions []string `json:"sessions"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &v); err != nil || v.API != 1 || len(v.Sessions) != 1 {
+			t.Errorf("%s from %q: %+v, %v", c.target, c.agent, v, err)
 		}
 	}
 }
