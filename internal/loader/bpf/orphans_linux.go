@@ -21,7 +21,7 @@ import (
 // this process started ([Tracker.StartHelper]).
 
 // owned is what this process started itself, which is never an orphan of a
-// lineage. Its methods are safe for concurrent use.
+// lineage. Tracker.ownMu guards it.
 type owned struct {
 	// spawned are the roots Spawn started, while they are registered.
 	spawned map[lineage.Identity]bool
@@ -31,8 +31,9 @@ type owned struct {
 
 // StartHelper runs start, which starts a child of this process that is not
 // part of any lineage (lineage's guardian) and returns its pid. No adoption
-// takes that child for an orphan of a spawned lineage, even one that lists
-// the lineage while start runs. start must not call the tracker.
+// takes that child for an orphan of a spawned lineage: a listing that
+// would adopt orphans waits while start runs. start must not call the
+// tracker.
 func (b *Tracker) StartHelper(start func() (int, error)) error {
 	b.ownMu.Lock()
 	defer b.ownMu.Unlock()

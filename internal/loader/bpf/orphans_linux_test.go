@@ -45,8 +45,8 @@ func TestAdoptsTheOrphansASubreaperInherits(t *testing.T) {
 		_ = helper.Wait()
 	})
 
-	// The subshell forks a sleep that forks another, then exits: the
-	// first sleep's shell is an orphan, reparented to this process.
+	// The subshell starts a shell that starts a sleep, then exits: that
+	// shell is an orphan, reparented to this process, with a child.
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "orphan")
 	s := testutil.Sleep(mark)
