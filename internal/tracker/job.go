@@ -138,22 +138,7 @@ func (j *Job) Reap(ctx context.Context, d policy.Decision, opts job.ReapOptions)
 // is made afresh. A lineage listed empty stays empty: only a member forks
 // a member.
 func (j *Job) source(listed []lineage.Member, fresh bool) reap.Source {
-	withArgv := func(ms []lineage.Member) []lineage.Member {
-		for i := range ms {
-			if known, ok := j.t.tree.Get(ms[i].Identity); ok && len(ms[i].Argv) == 0 {
-				ms[i].Argv = known.Argv
-			}
-		}
-		return ms
-	}
-	return reap.SourceFunc(func() ([]lineage.Member, error) {
-		if fresh {
-			fresh = false
-			return withArgv(listed), nil
-		}
-		ms, err := j.t.backend.Members(j.root)
-		return withArgv(ms), err
-	})
+	return j.t.sourceOf([]lineage.Identity{j.root}, map[lineage.Identity][]lineage.Member{j.root: listed}, fresh)
 }
 
 // Report completes the job's report, after Reap, with what the event tree

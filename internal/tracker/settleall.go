@@ -204,10 +204,10 @@ func (t *Tracker) reapAll(ctx context.Context, roots []lineage.Identity, byRoot 
 }
 
 // sourceOf lists the live members of all of roots for one reaper, with
-// the argv the event tree has from their exec (see Job.source). With
-// fresh set, listed is a listing of them made just before the reap (the
-// kernel's marks'), which the reaper's first look takes, as Job.source's
-// does; every look after it lists afresh.
+// the argv the event tree has from their exec (see Job.source, the same
+// for one root). With fresh set, listed is a listing of them made just
+// before the reap (the kernel's marks'), which the reaper's first look
+// takes; every look after it lists afresh.
 func (t *Tracker) sourceOf(roots []lineage.Identity, listed map[lineage.Identity][]lineage.Member, fresh bool) reap.Source {
 	return reap.SourceFunc(func() ([]lineage.Member, error) {
 		all, err := listed, error(nil)
