@@ -70,8 +70,10 @@ empty. Each process is signalled by identity (pid and start time, through a
 pidfd), never by bare pid, name or process group. Then a report on stderr says
 what was left behind and what happened to each; --report writes it as JSON.
 
-SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to lineage are passed on to COMMAND;
-once COMMAND has exited, the lineage is reaped as usual. Any other signal
+SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to lineage are passed on to
+COMMAND's process group, as Ctrl-C is (Linux 6.9+; COMMAND alone before);
+once COMMAND has exited, or --grace has passed without its exit, the lineage
+is reaped as usual. Any other signal
 that would end lineage (SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF,
 SIGXCPU, SIGXFSZ, SIGPWR, SIGSTKFLT, SIGIO) reaps the lineage at once and makes
 lineage exit 128+N. SIGPIPE is ignored. A reap gives up after --reap-timeout

@@ -20,6 +20,9 @@ type End struct {
 	Deadline bool
 	// Interrupted is the signal passed on to the job, if any.
 	Interrupted os.Signal
+	// Outlived: the root had not exited when the wait after Interrupted
+	// ended (its grace ran out, or a second signal came).
+	Outlived bool
 	// Fatal is a signal lineage was sent and does not pass on, that ended
 	// the wait or the reap: lineage reaps and exits 128+N.
 	Fatal os.Signal

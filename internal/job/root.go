@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/reap"
 	"github.com/lineage-dev/lineage/internal/supervise"
 )
@@ -92,8 +93,10 @@ func (r *Root) ID() lineage.Identity { return r.id }
 type WaitOptions struct {
 	// Deadline ends the wait this long after it began; zero means never.
 	Deadline time.Duration
-	// Signals are passed on to the root, by identity. The root then has
-	// Grace to exit; a second signal ends the wait at once.
+	// Signals are passed on to the root's process group (the job's, as a
+	// terminal's Ctrl-C), the root checked by identity first
+	// ([reap.SignalGroup]). The root then has Grace to exit; a second
+	// signal ends the wait at once.
 	Signals <-chan os.Signal
 	Grace   time.Duration
 	// Fatal signals end the wait at once: lineage reaps, then exits 128+N.
@@ -133,15 +136,17 @@ func (r *Root) wait(opts WaitOptions) End {
 		case sig := <-opts.Signals:
 			if end.Interrupted != nil {
 				// A second signal: stop waiting, reap now.
+				end.Outlived = true
 				return end
 			}
 			end.Interrupted = sig
-			if err := reap.Signal(r.id, sig.(syscall.Signal)); err != nil {
+			if err := reap.SignalGroup(r.id, sig.(syscall.Signal)); err != nil {
 				r.notes.Detail("lineage: pass %v to the job: %v\n", sig, err)
 			}
 			// Give the job the grace to exit on its own.
 			forwardedGrace = time.After(opts.Grace)
 		case <-forwardedGrace:
+			end.Outlived = true
 			return end
 		case sig := <-opts.Fatal:
 			r.notes.Note("lineage: %v: reaping the job's lineage, then exiting\n", sig)
@@ -191,6 +196,10 @@ func (r *Root) Fill(rep *Report) {
 	rep.Interrupted, rep.Fatal = "", ""
 	if r.end.Interrupted != nil {
 		rep.Interrupted = signalName(r.end.Interrupted)
+		if r.end.Outlived && rep.Decision == (policy.Decision{Action: policy.Reap, Reason: policy.RootExited}).String() {
+			// The root did not exit: the reap ended it.
+			rep.Decision = policy.Decision{Action: policy.Reap, Reason: "the root had not exited within the grace after SIG" + rep.Interrupted + " was passed on"}.String()
+		}
 	}
 	if r.end.Fatal != nil {
 		rep.Fatal = signalName(r.end.Fatal)

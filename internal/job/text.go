@@ -89,7 +89,7 @@ func (r *Report) decisionText() string {
 	switch {
 	case r.Fatal != "":
 		return r.Decision + ", after lineage got SIG" + r.Fatal
-	case r.Interrupted != "":
+	case r.Interrupted != "" && !strings.HasSuffix(r.Decision, " was passed on"):
 		return r.Decision + ", after SIG" + r.Interrupted + " was passed on to it"
 	}
 	return r.Decision

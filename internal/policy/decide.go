@@ -65,6 +65,9 @@ func (e Event) String() string {
 	return fmt.Sprintf("Event(%d)", uint8(e))
 }
 
+// RootExited is the reason to reap at a [RootExit].
+const RootExited = "the root exited"
+
 // Action is what to do with a lineage. The zero Action is [Skip], so a zero
 // [Decision] never harms anything.
 type Action uint8
@@ -178,7 +181,7 @@ func rule(k Kind, ev Event) Decision {
 		if k == Interactive {
 			return Decision{Report, "an interactive root's leftovers are reported, not killed, until the session closes"}
 		}
-		return Decision{Reap, "the root exited"}
+		return Decision{Reap, RootExited}
 	}
 	return Decision{Skip, "nothing to decide: unknown " + ev.String()}
 }

@@ -50,6 +50,24 @@ func sendPidfd(fd int, sig syscall.Signal) error {
 // refuses the caller itself. It is for a single signal outside a reap (a
 // signal passed on to a job); the reaper does its own.
 func Signal(id lineage.Identity, sig syscall.Signal) error {
+	return signalPinned(id, sig, false)
+}
+
+// SignalGroup sends sig to the process group whose id is id's pid, as a
+// terminal sends Ctrl-C to its foreground group, and only while id is
+// still that process, checked as [Signal] checks it. The group is named
+// through the pidfd, not by number: once id's process is gone, its
+// number can name another group, and that group is never hit. A job's
+// root leads the group lineage made for it, so this reaches the job's
+// processes that stayed in it (a pipeline, a shell's foreground child),
+// never lineage, which is in another group. Where the kernel can't
+// signal a group through a pidfd (before Linux 6.9) it signals id's
+// process alone, as Signal does. Errors are Signal's.
+func SignalGroup(id lineage.Identity, sig syscall.Signal) error {
+	return signalPinned(id, sig, true)
+}
+
+func signalPinned(id lineage.Identity, sig syscall.Signal, group bool) error {
 	if err := id.Validate(); err != nil {
 		return err
 	}
@@ -67,6 +85,21 @@ func Signal(id lineage.Identity, sig syscall.Signal) error {
 	}
 	if err != nil {
 		return fmt.Errorf("signal %s: %w", id, err)
+	}
+	if group {
+		err := unix.PidfdSendSignal(fd, sig, nil, unix.PIDFD_SIGNAL_PROCESS_GROUP)
+		if !errors.Is(err, unix.EINVAL) {
+			if errors.Is(err, unix.ESRCH) {
+				err = fmt.Errorf("pidfd_send_signal: %w", lineage.ErrNoProcess)
+			} else if err != nil {
+				err = fmt.Errorf("pidfd_send_signal to its group: %w", err)
+			}
+			if err != nil {
+				return fmt.Errorf("signal %s: %w", id, err)
+			}
+			return nil
+		}
+		// EINVAL: a kernel without the flag; the process alone, then.
 	}
 	if err := sendPidfd(fd, sig); err != nil {
 		return fmt.Errorf("signal %s: %w", id, err)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
@@ -116,6 +119,106 @@ func TestRunPassesSignalsOnThenReaps(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A SIGINT sent to lineage by its pid reaches the job's process group, as
+// Ctrl-C in a terminal does: a shell waiting for its foreground child
+// exits once the child dies of it, and lineage exits 130 at once, not
+// after the grace. Where the kernel can't signal a group through a pidfd
+// (before 6.9), the root alone gets it; the shell then outlives the
+// grace, and the report says that the reap ended it.
+func TestRunPassesSIGINTToTheJobsGroup(t *testing.T) {
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			env := v.setup(t)
+			for _, c := range []struct {
+				name, trap string
+				reached    bool // the INT can end the job by itself
+			}{
+				{"obeyed", "", groupSignalsThroughPidfds(t)},
+				{"ignored", `trap "" INT; `, false},
+			} {
+				t.Run(c.name, func(t *testing.T) {
+					mark := testutil.Marker(t)
+					testutil.CheckNoLeaks(t, mark)
+					s := testutil.Sleep(mark)
+					reportPath := filepath.Join(t.TempDir(), "report.json")
+					var stderr bytes.Buffer
+					cmd := startUntilReadyWith(t, func(cmd *exec.Cmd) {
+						cmd.Stderr = &stderr
+						cmd.Env = append(cmd.Env, env...)
+					}, "run", "--backend", v.backend, "--grace", "1s", "--report", reportPath, "--", "sh", "-c",
+						fmt.Sprintf("%[2]ssetsid sleep %[1]s & echo ready; sleep %[1]s", s, c.trap))
+					sleepersOf(t, s, 2)
+					start := time.Now()
+					if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+						t.Fatal(err)
+					}
+					err := cmd.Wait()
+					took := time.Since(start)
+					var ee *exec.ExitError
+					if !errors.As(err, &ee) {
+						t.Fatalf("lineage ended with %v; stderr:\n%s", err, stderr.String())
+					}
+					var rep struct {
+						Decision    string `json:"decision"`
+						Interrupted string `json:"interrupted"`
+					}
+					raw, rerr := os.ReadFile(reportPath)
+					if rerr != nil {
+						t.Fatal(rerr)
+					}
+					if err := json.Unmarshal(raw, &rep); err != nil {
+						t.Fatal(err)
+					}
+					if rep.Interrupted != "INT" {
+						t.Errorf("report: interrupted %q, want INT", rep.Interrupted)
+					}
+					if c.reached {
+						if ee.ExitCode() != 128+int(syscall.SIGINT) || took >= time.Second {
+							t.Errorf("lineage exited %d after %v, want 130 before the grace of 1s; stderr:\n%s", ee.ExitCode(), took, stderr.String())
+						}
+						if rep.Decision != "reap: the root exited" {
+							t.Errorf("report: decision %q, want the root's exit", rep.Decision)
+						}
+					} else {
+						if ee.ExitCode() != 128+int(syscall.SIGTERM) || took < time.Second {
+							t.Errorf("lineage exited %d after %v, want 143 (the reap's TERM) after the grace of 1s; stderr:\n%s", ee.ExitCode(), took, stderr.String())
+						}
+						if want := "reap: the root had not exited within the grace after SIGINT was passed on"; rep.Decision != want || !strings.Contains(stderr.String(), want) {
+							t.Errorf("report: decision %q, want %q; stderr:\n%s", rep.Decision, want, stderr.String())
+						}
+					}
+					if left := testutil.Find(mark); len(left) != 0 {
+						t.Errorf("left alive: %v", left)
+					}
+				})
+			}
+		})
+	}
+}
+
+// groupSignalsThroughPidfds reports whether this kernel signals a process
+// group through a pidfd (PIDFD_SIGNAL_PROCESS_GROUP, Linux 6.9), asked
+// with signal 0 of a child of the test's own, in a group of its own.
+func groupSignalsThroughPidfds(t *testing.T) bool {
+	t.Helper()
+	child := exec.Command("sleep", "10")
+	child.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
+	fd, err := unix.PidfdOpen(child.Process.Pid, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	err = unix.PidfdSendSignal(fd, 0, nil, unix.PIDFD_SIGNAL_PROCESS_GROUP)
+	if err != nil && !errors.Is(err, unix.EINVAL) {
+		t.Fatalf("pidfd_send_signal to a group: %v", err)
+	}
+	return err == nil
 }
 
 func TestRunCatchesAForkInTheJobsFirstInstruction(t *testing.T) {
