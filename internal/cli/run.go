@@ -12,10 +12,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/internal/job"
+	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/proc"
 	"github.com/lineage-dev/lineage/internal/reap"
+	"github.com/lineage-dev/lineage/internal/userfile"
 )
 
 // runOptions are the flags and arguments of `lineage run`.
@@ -81,7 +83,8 @@ and reports what survived.
 
 --report FILE is written through its directory as opened before COMMAND
 starts, replacing FILE atomically (never following a symlink), owned by the
-invoking user (SUDO_UID/SUDO_GID when set) with mode 0644.
+invoking user (SUDO_UID/SUDO_GID when set) with mode 0644. A FILE that is
+--record's too is refused before anything runs.
 
 The BPF backend (root, or CAP_BPF and CAP_PERFMON, on a kernel with BTF)
 tracks forks in the kernel: nothing escapes. The proc backend polls /proc
@@ -241,7 +244,15 @@ func (o *runOptions) parse(cmd *cobra.Command, getenv func(string) string) error
 	}
 	o.reaping = policy.ResolveReaping(env, policy.Setting{Source: "--reaping", Switch: flagSwitch})
 	o.daemonWide = o.daemonWideFlag(cmd)
-	return o.record.parse()
+	if err := o.record.parse(); err != nil {
+		return err
+	}
+	// The report replaces its file once the job is done: over the record,
+	// it would destroy it.
+	if o.ReportFile != "" && o.record.File != "" && userfile.Same(o.ReportFile, o.record.File) {
+		return fmt.Errorf("%w flags: --record %s and --report %s name the same file: the report would replace the record", lineage.ErrInvalid, o.record.File, o.ReportFile)
+	}
+	return nil
 }
 
 // runRun runs the job, through the daemon's tracker when one is reachable

@@ -4,7 +4,8 @@
 // symbolic link or onto something that is not a regular file.
 //
 // Shared by `lineage run --record` ([Create]) and `--report` ([Pin]).
-// Both take the invoking user from [Invoker].
+// Both take the invoking user from [Invoker]; [Same] says when two paths
+// name one file.
 package userfile
 
 import (
