@@ -267,7 +267,7 @@ func runRun(ctx context.Context, o *runOptions) error {
 		// Pinned before the job starts: the job can't redirect it.
 		var err error
 		if reportFile, err = job.OpenReportFile(o.ReportFile, os.Getenv); err != nil {
-			return err
+			return fmt.Errorf("--report: %w", err)
 		}
 		defer reportFile.Close()
 	}

@@ -2,11 +2,14 @@ package cli
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
@@ -47,5 +50,25 @@ func TestRunRefusesRecordAndReportInOneFile(t *testing.T) {
 	}
 	if o, err := parseRun(t, "--record", "trace.jsonl", "--report", "report.json"); err != nil || o.record.File != "trace.jsonl" || o.ReportFile != "report.json" {
 		t.Errorf("two files: %v", err)
+	}
+}
+
+// A --report that can't be written says so, naming the flag, before the
+// job runs.
+func TestRunBadReportFileNamesTheFlag(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing", "x.json")
+	ran := false
+	var stderr bytes.Buffer
+	s := Streams{Out: &bytes.Buffer{}, Err: &stderr}
+	standalone := func(context.Context, StandaloneJob) (*job.Report, job.End, error) {
+		ran = true
+		return nil, job.End{}, errors.New("ran")
+	}
+	code := Execute(NewCmdRun(s, standalone, nil), s, []string{"--standalone", "--report", missing, "--", "true"})
+	if code != lineage.ExitFailure || ran {
+		t.Errorf("exit %d, ran %v; want exit %d before anything runs", code, ran, lineage.ExitFailure)
+	}
+	if msg := stderr.String(); !strings.HasPrefix(msg, "lineage: --report: "+missing+": ") || !strings.Contains(msg, "no such file or directory") {
+		t.Errorf("%q, want the flag named", msg)
 	}
 }
