@@ -13,6 +13,7 @@ import (
 	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/record"
 	"github.com/lineage-dev/lineage/internal/report"
+	"github.com/lineage-dev/lineage/internal/userfile"
 )
 
 // reportFormats are the values of `lineage report --format`.
@@ -62,8 +63,12 @@ not know. tree, json and chrome-trace read records of any size in memory that
 grows with the number of processes, not the record; html refuses records over
 256 MiB or 50,000 processes.
 
-The report goes to stdout, or to the file named by --output. Colour is used
-when stdout is a terminal and NO_COLOR is unset.`,
+The report goes to stdout, or to the file named by --output, created for the
+invoking user (SUDO_UID/SUDO_GID when set) with mode 0600 once the record is
+read, as 'lineage run --record' creates its record: a symbolic link, anything
+but a regular file, a file with other hard links or another user's, and the
+record itself are refused, and nothing is written. Colour is used when stdout
+is a terminal and NO_COLOR is unset.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.out, opts.err, opts.File = cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0]
@@ -98,6 +103,9 @@ func (o *reportOptions) validate() error {
 	}
 	if o.Format != "tree" && (o.LeaksOnly || o.Depth >= 0) {
 		return fmt.Errorf("%w --leaks-only and --depth shape the tree: they don't apply to --format %s", lineage.ErrInvalid, o.Format)
+	}
+	if o.Output != "" && userfile.Same(o.File, o.Output) {
+		return fmt.Errorf("%w --output %s: the same file as the record %s: the report would overwrite it", lineage.ErrInvalid, o.Output, o.File)
 	}
 	return nil
 }
@@ -136,9 +144,9 @@ func reportRun(opts *reportOptions) error {
 func writeReport(opts *reportOptions, rep *report.Report) (err error) {
 	w := opts.out
 	if opts.Output != "" {
-		f, err := os.OpenFile(opts.Output, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		f, err := createOutput(opts.Output)
 		if err != nil {
-			return fmt.Errorf("report: %w", err)
+			return fmt.Errorf("--output: %w", err)
 		}
 		defer func() {
 			if cerr := f.Close(); err == nil && cerr != nil {
@@ -156,6 +164,18 @@ func writeReport(opts *reportOptions, rep *report.Report) (err error) {
 		return rep.WriteChromeTrace(w)
 	}
 	return rep.WriteText(w, report.TextOptions{Color: opts.Output == "" && opts.color(w), LeaksOnly: opts.LeaksOnly, Levels: opts.Depth + 1})
+}
+
+// createOutput creates or truncates the report's file for the invoking
+// user, mode 0600, as `lineage run --record` creates its record: a
+// symbolic link, anything but a regular file, and a file with other hard
+// links or another user's are refused, and nothing is written.
+func createOutput(path string) (*os.File, error) {
+	owner, err := userfile.Invoker(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	return userfile.Create(path, owner)
 }
 
 // wantsColor reports whether w is a terminal and NO_COLOR is unset

@@ -33,6 +33,7 @@ func TestNewCmdReport(t *testing.T) {
 		{name: "html to a file", args: []string{"t.jsonl", "--format", "html", "-o", "r.html"}, want: reportOptions{File: "t.jsonl", Format: "html", Output: "r.html", Depth: -1}},
 		{name: "trace", args: []string{"-f", "chrome-trace", "t.jsonl"}, want: reportOptions{File: "t.jsonl", Format: "chrome-trace", Depth: -1}},
 		{name: "bad format", args: []string{"t.jsonl", "--format", "svg"}, wantErr: `invalid --format "svg"`},
+		{name: "output is the record", args: []string{"t.jsonl", "-o", "./t.jsonl"}, wantErr: "invalid --output ./t.jsonl: the same file as the record t.jsonl"},
 		{name: "no file", args: nil, wantErr: "accepts 1 arg"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -167,6 +168,57 @@ func TestReportOutputFile(t *testing.T) {
 	st, err := os.Stat(dest)
 	if err != nil || st.Size() == 0 || st.Mode().Perm() != 0o600 {
 		t.Errorf("report file: %v %v", st, err)
+	}
+}
+
+// --output refuses the record itself, however named, and a symbolic link
+// (as `lineage run --record` does), writing nothing.
+func TestReportOutputRefusals(t *testing.T) {
+	path := writeRecord(t)
+	dir := filepath.Dir(path)
+	rec, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "tl.jsonl")
+	hard := filepath.Join(dir, "hard.jsonl")
+	target := filepath.Join(dir, "target.html")
+	page := filepath.Join(dir, "link.html")
+	for _, err := range []error{
+		os.Symlink("trace.jsonl", link),
+		os.Link(path, hard),
+		os.WriteFile(target, []byte("keep"), 0o644),
+		os.Symlink("target.html", page),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{path, "-o", path}, "the same file as the record " + path},
+		{[]string{link, "-o", path}, "the same file as the record " + link},
+		{[]string{path, "-o", link}, "the same file as the record " + path},
+		{[]string{hard, "-o", path}, "the same file as the record " + hard},
+		{[]string{path, "--format", "html", "-o", page}, "a symbolic link: refused"},
+	} {
+		var stdout, stderr bytes.Buffer
+		s := cli.Streams{Out: &stdout, Err: &stderr}
+		code := cli.Execute(newRootCmd(s), s, append([]string{"report"}, c.args...))
+		if code != lineage.ExitFailure || !strings.Contains(stderr.String(), c.want) || strings.Count(stderr.String(), "\n") != 1 || stdout.Len() != 0 {
+			t.Errorf("report %q: exit %d, stderr %q, stdout %d bytes; want exit %d saying %q", c.args, code, stderr.String(), stdout.Len(), lineage.ExitFailure, c.want)
+		}
+	}
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, rec) {
+		t.Errorf("the record was written over:\n%s", got)
+	}
+	if got, _ := os.ReadFile(target); string(got) != "keep" {
+		t.Errorf("the link's target was written over: %q", got)
+	}
+	if fi, err := os.Lstat(page); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link at --output was replaced: %v %v", fi, err)
 	}
 }
 

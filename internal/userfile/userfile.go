@@ -3,9 +3,9 @@
 // rather than by root when lineage runs under sudo, and never through a
 // symbolic link or onto something that is not a regular file.
 //
-// Shared by `lineage run --record` ([Create]) and `--report` ([Pin]).
-// Both take the invoking user from [Invoker]; [Same] says when two paths
-// name one file.
+// Shared by `lineage run --record` and `lineage report --output`
+// ([Create]), and `lineage run --report` ([Pin]). All take the invoking
+// user from [Invoker]; [Same] says when two paths name one file.
 package userfile
 
 import (
