@@ -101,8 +101,9 @@ used and why.
 Exit status: COMMAND's own; 128+N when signal N killed it (or killed
 lineage, for signals not passed on); 123 with --strict when COMMAND exited 0
 but tracking or reaping was incomplete; 124 when the deadline passed; 125
-when lineage itself failed; 126 when COMMAND could not be run; 127 when it
-was not found.`
+when lineage itself failed (--user without root, or CAP_SETUID and
+CAP_SETGID, included); 126 when COMMAND could not be run; 127 when it was
+not found.`
 
 // Standalone runs a job with a tracker of lineage's own, as j says: the
 // tracker binary's runs it in-process, the front's hands the command line
@@ -274,6 +275,9 @@ func runRun(ctx context.Context, o *runOptions) error {
 	rep, end, err := o.runJob(ctx)
 	var start *job.StartError
 	if errors.As(err, &start) {
+		if refused := o.safety.userRefused(start, loader.ProbeHost); refused != nil {
+			return refused // lineage's own failure: exit 125
+		}
 		fmt.Fprintf(o.s.Err, "lineage: %v\n", err)
 		return ExitError{Code: start.Code}
 	}

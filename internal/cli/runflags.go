@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"os/user"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/proc"
 )
 
@@ -32,7 +34,7 @@ type safetyFlags struct {
 func (s *safetyFlags) add(f *pflag.FlagSet) {
 	f.BoolVar(&s.Strict, "strict", false, fmt.Sprintf("exit %d instead of 0 when tracking or reaping was incomplete (processes not tracked, events lost, survivors, refusals)", lineage.ExitIncomplete))
 	f.DurationVar(&s.ReapTimeout, "reap-timeout", defaultReapTimeout, "give up a reap after this long: what is still alive is reported as surviving, and lineage exits")
-	f.StringVar(&s.User, "user", "", "run the command as `USER[:GROUP]` (name or number), with USER's supplementary groups; lineage keeps its own privileges")
+	f.StringVar(&s.User, "user", "", "run the command as `USER[:GROUP]` (name or number), with USER's supplementary groups (needs root, or CAP_SETUID and CAP_SETGID); lineage keeps its own privileges")
 }
 
 // parse checks the flags and caps *maxMembers at pid_max, the most
@@ -116,6 +118,32 @@ func lookupGroup(name string) (uint32, error) {
 		return 0, fmt.Errorf("%w group %q: unknown", lineage.ErrInvalid, name)
 	}
 	return uint32(n), nil
+}
+
+// userRefused is the error of a job that could not start because lineage
+// may not run it as --user's user: the start failed with EPERM and lineage
+// lacks what setting a child's uid, gid and groups takes (root, or
+// CAP_SETUID and CAP_SETGID, as host says when called). It is nil for
+// every other failure, which is the command's own.
+func (s *safetyFlags) userRefused(start *job.StartError, host func() loader.Host) error {
+	if s.credential == nil || !errors.Is(start, syscall.EPERM) {
+		return nil
+	}
+	h := host()
+	if mayTakeIDs(h) {
+		return nil
+	}
+	return fmt.Errorf("--user %q: running the command as another user needs root, or CAP_SETUID and CAP_SETGID, which lineage (uid %d) lacks: %w", s.User, h.Euid, start.Err)
+}
+
+// mayTakeIDs reports whether h may give a child another uid, gid and
+// groups: CAP_SETUID and CAP_SETGID; root, when its capabilities could not
+// be read.
+func mayTakeIDs(h loader.Host) bool {
+	if h.CapsErr != nil {
+		return h.Euid == 0
+	}
+	return h.HasCap(loader.CapSetuid) && h.HasCap(loader.CapSetgid)
 }
 
 // exitCode is the status `lineage run` exits with for a job that ended so.

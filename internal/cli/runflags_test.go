@@ -3,13 +3,19 @@ package cli
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/loader"
 )
 
 func parseRun(t *testing.T, args ...string) (*runOptions, error) {
@@ -99,5 +105,47 @@ func TestLookupCredentialGroup(t *testing.T) {
 	cred, err = lookupCredential("4242")
 	if err != nil || cred.Uid != 4242 || cred.Gid != 4242 || !slices.Equal(cred.Groups, []uint32{}) {
 		t.Errorf("unknown uid: %+v, %v", cred, err)
+	}
+}
+
+// A start that failed with EPERM while lineage lacks CAP_SETUID or
+// CAP_SETGID is --user's failure, lineage's own; any other is the
+// command's.
+func TestUserRefused(t *testing.T) {
+	const setIDs = 1<<loader.CapSetuid | 1<<loader.CapSetgid
+	start := func(errno syscall.Errno) *job.StartError {
+		return &job.StartError{Code: lineage.ExitCannotRun, Err: fmt.Errorf("run id: %w", &fs.PathError{Op: "fork/exec", Path: "/usr/bin/id", Err: errno})}
+	}
+	cred := &syscall.Credential{}
+	for _, c := range []struct {
+		name    string
+		cred    *syscall.Credential
+		errno   syscall.Errno
+		host    loader.Host
+		refused bool
+	}{
+		{"unprivileged", cred, syscall.EPERM, loader.Host{Euid: 65534}, true},
+		{"CAP_SETGID alone", cred, syscall.EPERM, loader.Host{Euid: 65534, Caps: 1 << loader.CapSetgid}, true},
+		{"CAP_SETUID alone", cred, syscall.EPERM, loader.Host{Euid: 65534, Caps: 1 << loader.CapSetuid}, true},
+		{"capabilities", cred, syscall.EPERM, loader.Host{Euid: 65534, Caps: setIDs}, false},
+		{"root", cred, syscall.EPERM, loader.Host{Euid: 0, Caps: setIDs}, false},
+		{"root, capabilities unknown", cred, syscall.EPERM, loader.Host{Euid: 0, CapsErr: errors.New("capget")}, false},
+		{"capabilities unknown", cred, syscall.EPERM, loader.Host{Euid: 65534, CapsErr: errors.New("capget")}, true},
+		{"not EPERM", cred, syscall.EACCES, loader.Host{Euid: 65534}, false},
+		{"no --user", nil, syscall.EPERM, loader.Host{Euid: 65534}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := safetyFlags{User: "root", credential: c.cred}
+			err := s.userRefused(start(c.errno), func() loader.Host { return c.host })
+			if !c.refused {
+				if err != nil {
+					t.Errorf("got %v, want the command's own failure", err)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, syscall.EPERM) || !strings.HasPrefix(err.Error(), `--user "root": `) || !strings.Contains(err.Error(), "needs root, or CAP_SETUID and CAP_SETGID") {
+				t.Errorf("got %v, want --user's failure", err)
+			}
+		})
 	}
 }

@@ -8,6 +8,8 @@ import (
 
 // Capability numbers, as in linux/capability.h.
 const (
+	CapSetgid      = 6
+	CapSetuid      = 7
 	CapSysAdmin    = 21
 	CapSysResource = 24
 	CapPerfmon     = 38

@@ -208,6 +208,44 @@ func TestRunAsAnotherUser(t *testing.T) {
 	}
 }
 
+// --user from a lineage that may not take another user's ids (not root,
+// without CAP_SETUID and CAP_SETGID) is lineage's own failure, exit 125,
+// saying what it needs; the command never runs.
+func TestRunAsAnotherUserNeedsPrivilege(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run lineage as uid 65534")
+	}
+	setpriv := testutil.LookTool(t, "setpriv")
+	dir, err := os.MkdirTemp("", "lineage-user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	front := filepath.Join(dir, "lineage")
+	copyFile(t, frontBin, front)
+	copyFile(t, trackerBin, filepath.Join(dir, "lineage-tracker"))
+	// Only root may write in dir: the witness is there if the job ran as
+	// root.
+	witness := filepath.Join(dir, "ran")
+	cmd := exec.Command(setpriv, "--reuid", "65534", "--regid", "65534", "--clear-groups", "--", front, "run", "--user", "root", "--", "touch", witness)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), noDaemonEnv)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != lineage.ExitFailure {
+		t.Errorf("got %v, want exit %d:\n%s", err, lineage.ExitFailure, out)
+	}
+	if !strings.HasPrefix(string(out), `lineage: --user "root": `) || !strings.Contains(string(out), "needs root, or CAP_SETUID and CAP_SETGID") || strings.Count(string(out), "\n") != 1 {
+		t.Errorf("want one line saying what --user needs:\n%s", out)
+	}
+	if _, err := os.Stat(witness); err == nil {
+		t.Error("the job ran")
+	}
+}
+
 // --keep exe: matches the program as users name it: through a symlink, and
 // after the binary was replaced while it ran. A rule that matched nothing
 // is reported.
