@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/lineage-dev/lineage/api"
@@ -66,8 +68,15 @@ func TrustServer(trust func(uid uint32) error) Option {
 	return func(o *options) { o.trust = trust }
 }
 
-// New returns a client for the daemon listening at socket.
+// New returns a client for the daemon listening at socket. A relative
+// socket path is made absolute here, once, against the working directory
+// of this moment: the client's calls and the commands it starts (through
+// `lineage exec --socket`, in their own Dir) then reach the same daemon,
+// wherever the process or the commands move. A name in Linux's abstract
+// namespace (a leading @) is no path and is kept as it is, and so is a
+// relative path when the working directory can't be read.
 func New(socket string, opts ...Option) *Client {
+	socket = absSocket(socket)
 	var o options
 	for _, opt := range opts {
 		opt(&o)
@@ -86,6 +95,18 @@ func New(socket string, opts ...Option) *Client {
 		},
 	}
 	return &Client{socket: socket, http: &http.Client{Transport: tr}}
+}
+
+// absSocket is socket made absolute against the working directory.
+func absSocket(socket string) string {
+	if socket == "" || strings.HasPrefix(socket, "@") || filepath.IsAbs(socket) {
+		return socket
+	}
+	abs, err := filepath.Abs(socket)
+	if err != nil {
+		return socket
+	}
+	return abs
 }
 
 // Close releases idle connections.

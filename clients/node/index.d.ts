@@ -36,7 +36,13 @@ export interface Holder {
 }
 
 export interface ClientOptions {
-  /** The daemon's socket: $LINEAGE_SOCKET, else DEFAULT_SOCKET. */
+  /**
+   * The daemon's socket: $LINEAGE_SOCKET, else DEFAULT_SOCKET. A relative
+   * path is made absolute when the client is made, against the working
+   * directory then, so that requests and the commands run() starts (in
+   * their own cwd) reach the same daemon; a name in the abstract namespace
+   * (a leading NUL) is kept as it is.
+   */
   socket?: string;
   /** The lineage binary commands start through: $LINEAGE_BIN, else lineage on PATH. */
   lineage?: string;
@@ -101,6 +107,7 @@ export type Answer = Record<string, any>;
 
 export declare class Client {
   constructor(options?: ClientOptions);
+  /** The daemon's socket, made absolute (see ClientOptions.socket). */
   readonly socket: string;
   readonly lineage: string;
   request(method: string, path: string, body?: unknown): Promise<any>;

@@ -51,12 +51,27 @@ function lookPath(file, envPath) {
   return null;
 }
 
+/**
+ * socket made absolute against the working directory of this moment, as
+ * run() hands it to lineage exec in the command's own cwd; a name in the
+ * abstract namespace (a leading NUL) is no path, and is kept as it is, as
+ * is a relative path when there is no working directory to read.
+ */
+function absSocket(socket) {
+  if (socket.startsWith('\0')) return socket;
+  try {
+    return path.resolve(socket);
+  } catch {
+    return socket;
+  }
+}
+
 class Client {
   /**
    * @param {{socket?: string, lineage?: string, timeout?: number}} [options]
    */
   constructor(options = {}) {
-    this.socket = options.socket || process.env.LINEAGE_SOCKET || DEFAULT_SOCKET;
+    this.socket = absSocket(options.socket || process.env.LINEAGE_SOCKET || DEFAULT_SOCKET);
     this.lineage = options.lineage || process.env.LINEAGE_BIN || 'lineage';
     this.timeout = options.timeout;
   }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -283,4 +284,20 @@ func TestGoCommandContextEndsTheLineage(t *testing.T) {
 	allAlive(t, kept)
 	d.do("POST", "/v1/sessions/go-timeout/close", nil, nil)
 	allGone(t, kept)
+}
+
+// A Go client made with a relative socket runs a command in another
+// directory through the same daemon: the socket was made absolute when the
+// client was made, and lineage exec is given that.
+func TestGoCommandRelativeSocket(t *testing.T) {
+	d := startDaemon(t, "")
+	t.Chdir(filepath.Dir(d.sock))
+	c := client.New(filepath.Base(d.sock))
+	cmd := c.Command("go-relsock", "pwd")
+	cmd.Dir, cmd.Lineage = "/", frontBin
+	out, err := cmd.Output()
+	if err != nil || string(out) != "/\n" {
+		t.Errorf("pwd in / through %s: %q, %v; want /", filepath.Base(d.sock), out, err)
+	}
+	d.do("POST", "/v1/sessions/go-relsock/close", nil, nil)
 }

@@ -7,6 +7,7 @@
 
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
+const path = require('node:path');
 const { test } = require('node:test');
 const { Client, LineageError, DEFAULT_HOLD_DELAY_MS } = require('..');
 
@@ -147,4 +148,23 @@ test('bad input is refused and runs nothing', { skip }, async () => {
   assert.ok(err && err.code !== 0, 'a bad session ran');
   assert.equal(fs.existsSync(marker), false, 'the command ran for a bad session');
   assert.throws(() => client.run('true', [], {}), TypeError);
+});
+
+test('a relative socket serves commands run elsewhere', { skip }, async () => {
+  // Made absolute when the client is made: a command run in another
+  // directory reaches the same daemon.
+  const sock = process.env.LINEAGE_SOCKET;
+  const here = process.cwd();
+  process.chdir(path.dirname(sock));
+  let c;
+  try {
+    c = new Client({ socket: path.basename(sock) });
+  } finally {
+    process.chdir(here);
+  }
+  assert.equal(c.socket, sock);
+  const session = sessionName('relsock');
+  const res = await c.run('pwd', [], { session, cwd: '/' });
+  assert.deepEqual([res.code, res.stdout, res.stderr], [0, '/\n', '']);
+  await c.sessionClose(session);
 });

@@ -82,6 +82,17 @@ def _duration(ttl: Any) -> str | None:
     return "%gs" % ttl
 
 
+def _abs_socket(socket: str) -> str:
+    """socket made absolute against the working directory, unless abstract
+    (or there is no working directory to read)."""
+    if socket.startswith("\0"):
+        return socket
+    try:
+        return os.path.abspath(socket)
+    except OSError:
+        return socket
+
+
 def _error_of(status: int, raw: bytes) -> LineageError:
     try:
         err = json.loads(raw)
@@ -94,7 +105,11 @@ class Client:
     """A client of one daemon, safe to share between threads.
 
     ``socket`` is the daemon's socket: by default ``$LINEAGE_SOCKET``, else
-    ``/run/lineage/lineage.sock``. ``lineage`` is the lineage binary that
+    ``/run/lineage/lineage.sock``. A relative path is made absolute here,
+    once, against the working directory of this moment, so that the calls
+    and the commands ``run`` starts (``lineage exec --socket``, each in its
+    own ``cwd``) reach the same daemon; a name in Linux's abstract namespace
+    (a leading NUL) is kept as it is. ``lineage`` is the lineage binary that
     ``run`` and ``popen`` start commands through: by default
     ``$LINEAGE_BIN``, else ``lineage`` on ``PATH``. ``timeout`` bounds each
     call in seconds (None: no bound; a reap takes up to the daemon's linger
@@ -104,7 +119,7 @@ class Client:
 
     def __init__(self, socket: str | None = None, lineage: str | None = None,
                  timeout: float | None = None, keepalive: bool = False) -> None:
-        self.socket = socket or os.environ.get("LINEAGE_SOCKET") or DEFAULT_SOCKET
+        self.socket = _abs_socket(socket or os.environ.get("LINEAGE_SOCKET") or DEFAULT_SOCKET)
         self.lineage = lineage or os.environ.get("LINEAGE_BIN") or "lineage"
         self.timeout = timeout
         self.keepalive = keepalive

@@ -114,6 +114,22 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(self.client.session(s)["kind"], "autonomous")
         self.client.session_close(s)
 
+    def test_relative_socket_serves_commands_elsewhere(self):
+        """A relative socket is made absolute when the client is made:
+        a command run in another directory reaches the same daemon."""
+        sock = os.environ["LINEAGE_SOCKET"]
+        here = os.getcwd()
+        os.chdir(os.path.dirname(sock))
+        try:
+            c = Client(socket=os.path.basename(sock))
+        finally:
+            os.chdir(here)
+        self.assertEqual(c.socket, sock)
+        s = session_name("relsock")
+        done = c.run(["pwd"], s, cwd="/", capture_output=True, text=True)
+        self.assertEqual((done.returncode, done.stdout, done.stderr), (0, "/\n", ""))
+        c.session_close(s)
+
     def check_returns_past_leftovers(self, kind):
         s = session_name("hold-" + kind)
         with self.client.popen(leave_script(MARK), s, kind=kind, shell=True,
