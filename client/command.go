@@ -60,8 +60,9 @@ type Command struct {
 	Stdout io.Writer
 	Stderr io.Writer
 
-	// Session is the session the command joins (opened with Kind if it
-	// doesn't exist); Label the root's label.
+	// Session is the session the command joins, by its id, which must be
+	// given (opened with Kind if it doesn't exist); Label the root's
+	// label.
 	Session string
 	Kind    string
 	Label   string
@@ -181,14 +182,19 @@ func (c *Command) CombinedOutput() ([]byte, error) {
 }
 
 // Start starts the command through lineage exec and does not wait for it.
-// The session is opened (with Kind) if it doesn't exist; a session the
-// daemon refuses, or no daemon, is an error and nothing runs.
+// An empty Session is an error, and nothing is sent or run. The session is
+// opened (with Kind) if it doesn't exist; a session the daemon refuses, or
+// no daemon, is an error and nothing runs.
 func (c *Command) Start() error {
 	if c.Err != nil {
 		return c.Err
 	}
 	if c.cmd != nil {
 		return errors.New("client: already started")
+	}
+	if c.Session == "" {
+		// Asked for, the daemon would open a session of its naming.
+		return fmt.Errorf("client: Command.Session: %w", errEmptyID)
 	}
 	if c.client == nil {
 		c.client = New(Socket(""))

@@ -2,9 +2,11 @@ package client
 
 import (
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -65,3 +67,37 @@ func TestSameWriterAndPrefixBuffer(t *testing.T) {
 type writerFunc struct{ v any }
 
 func (writerFunc) Write(b []byte) (int, error) { return len(b), nil }
+
+// An empty session is refused by Start, and by Run, Output and
+// CombinedOutput through it, before anything is sent or run: asked for,
+// the daemon would open a session of its naming.
+func TestCommandWithAnEmptySessionRunsNothing(t *testing.T) {
+	var asked atomic.Int32
+	sock := serveUnix(t, func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		w.WriteHeader(http.StatusNotFound)
+	})
+	marker := filepath.Join(t.TempDir(), "ran")
+	c := New(sock)
+	for name, run := range map[string]func(*Command) error{
+		"Start":          (*Command).Start,
+		"Run":            (*Command).Run,
+		"Output":         func(cmd *Command) error { _, err := cmd.Output(); return err },
+		"CombinedOutput": func(cmd *Command) error { _, err := cmd.CombinedOutput(); return err },
+	} {
+		cmd := c.Command("", "touch", marker)
+		cmd.Lineage = "/bin/sh" // never reached
+		if err := run(cmd); !errors.Is(err, errEmptyID) || !strings.Contains(err.Error(), "Session") {
+			t.Errorf("%s: %v, want an error naming the empty Session", name, err)
+		}
+		if cmd.Process != nil {
+			t.Errorf("%s started a process", name)
+		}
+	}
+	if n := asked.Load(); n != 0 {
+		t.Errorf("%d requests sent", n)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the command ran")
+	}
+}

@@ -2,9 +2,12 @@ package client
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
@@ -12,7 +15,9 @@ import (
 
 // The typed calls, one for each endpoint of docs/api.md. Each sends one
 // request; an answer the daemon refuses is an [*APIError], a daemon that
-// can't be reached wraps [ErrNoDaemon].
+// can't be reached wraps [ErrNoDaemon]. An id in the path is one segment,
+// escaped, so no id reaches another endpoint; an empty one is an error,
+// and nothing is sent.
 
 // Status is GET /v1/status: the daemon's backend, reaping switch and
 // sessions, and the caller's uid as it saw it.
@@ -39,7 +44,7 @@ func (c *Client) Sessions(ctx context.Context) ([]api.Session, error) {
 // Session is GET /v1/sessions/{id}.
 func (c *Client) Session(ctx context.Context, id string) (api.Session, error) {
 	var out api.Session
-	err := c.Do(ctx, http.MethodGet, sessionPath(id, ""), nil, &out)
+	err := c.doSession(ctx, http.MethodGet, id, "", &out)
 	return out, err
 }
 
@@ -47,7 +52,7 @@ func (c *Client) Session(ctx context.Context, id string) (api.Session, error) {
 // what the session's roots left, as its kind says.
 func (c *Client) TurnEnd(ctx context.Context, id string) (api.Ended, error) {
 	var out api.Ended
-	err := c.Do(ctx, http.MethodPost, sessionPath(id, "/turn-end"), nil, &out)
+	err := c.doSession(ctx, http.MethodPost, id, "/turn-end", &out)
 	return out, err
 }
 
@@ -55,7 +60,7 @@ func (c *Client) TurnEnd(ctx context.Context, id string) (api.Ended, error) {
 // then its roots are reaped and untracked.
 func (c *Client) CloseSession(ctx context.Context, id string) (api.Ended, error) {
 	var out api.Ended
-	err := c.Do(ctx, http.MethodPost, sessionPath(id, "/close"), nil, &out)
+	err := c.doSession(ctx, http.MethodPost, id, "/close", &out)
 	return out, err
 }
 
@@ -63,7 +68,7 @@ func (c *Client) CloseSession(ctx context.Context, id string) (api.Ended, error)
 // have alive now, signalling nothing.
 func (c *Client) ReportSession(ctx context.Context, id string) (api.Ended, error) {
 	var out api.Ended
-	err := c.Do(ctx, http.MethodGet, sessionPath(id, "/report"), nil, &out)
+	err := c.doSession(ctx, http.MethodGet, id, "/report", &out)
 	return out, err
 }
 
@@ -114,7 +119,10 @@ func (c *Client) AddKeep(ctx context.Context, req api.AddKeep) (api.Keep, error)
 // RemoveKeep is DELETE /v1/keeps/{rule}: the keep ends.
 func (c *Client) RemoveKeep(ctx context.Context, rule string) (api.Keep, error) {
 	var out api.Keep
-	err := c.Do(ctx, http.MethodDelete, "/v1/keeps/"+url.PathEscape(rule), nil, &out)
+	path, err := segmentPath("keep rule", "/v1/keeps/", rule, "")
+	if err == nil {
+		err = c.Do(ctx, http.MethodDelete, path, nil, &out)
+	}
 	return out, err
 }
 
@@ -122,7 +130,10 @@ func (c *Client) RemoveKeep(ctx context.Context, rule string) (api.Keep, error) 
 // to its root. process is "PID@START", or a bare pid.
 func (c *Client) Why(ctx context.Context, process string) (api.Why, error) {
 	var out api.Why
-	err := c.Do(ctx, http.MethodGet, "/v1/why/"+url.PathEscape(process), nil, &out)
+	path, err := segmentPath("process", "/v1/why/", process, "")
+	if err == nil {
+		err = c.Do(ctx, http.MethodGet, path, nil, &out)
+	}
 	return out, err
 }
 
@@ -148,6 +159,33 @@ func (c *Client) Disarm(ctx context.Context) (api.Armed, error) {
 	return out, err
 }
 
-func sessionPath(id, rest string) string { return "/v1/sessions/" + url.PathEscape(id) + rest }
+// doSession is [Client.Do], with no body, on session id's endpoint rest.
+func (c *Client) doSession(ctx context.Context, method, id, rest string, out any) error {
+	path, err := segmentPath("session", "/v1/sessions/", id, rest)
+	if err != nil {
+		return err
+	}
+	return c.Do(ctx, method, path, nil, out)
+}
+
+// errEmptyID is an id of "" where a path needs one: refused before
+// anything is sent, since "/v1/sessions//close" is another path (the
+// daemon's mux cleans it to /v1/sessions/close) and no id is empty.
+var errEmptyID = errors.New("no id given")
+
+// segmentPath is prefix, id (a what) as one escaped path segment, then
+// rest. An id of dots alone has them escaped too: the daemon's mux would
+// clean "." and ".." away, to another endpoint. So no id reaches another
+// endpoint; an empty one is [errEmptyID].
+func segmentPath(what, prefix, id, rest string) (string, error) {
+	if id == "" {
+		return "", fmt.Errorf("client: %s: %w", what, errEmptyID)
+	}
+	seg := url.PathEscape(id)
+	if strings.Trim(seg, ".") == "" {
+		seg = strings.ReplaceAll(seg, ".", "%2E")
+	}
+	return prefix + seg + rest, nil
+}
 
 func rootPath(id lineage.Identity, rest string) string { return "/v1/roots/" + id.String() + rest }

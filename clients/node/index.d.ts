@@ -113,6 +113,7 @@ export declare class Client {
   request(method: string, path: string, body?: unknown): Promise<any>;
   status(): Promise<Answer>;
   openSession(options?: { id?: string; kind?: string; label?: string; parent?: string }): Promise<Answer>;
+  /** A session by its id; an empty id rejects with a TypeError, as do turnEnd, sessionClose and report. */
   session(id: string): Promise<Answer>;
   turnEnd(id: string): Promise<Answer>;
   sessionClose(id: string): Promise<Answer>;

@@ -113,8 +113,21 @@ class Client {
     return raw ? JSON.parse(raw) : null;
   }
 
+  /**
+   * The path of session id's endpoint tail, the id one escaped segment (its
+   * dots too when it is dots alone: the daemon would clean "." and ".."
+   * away, to another endpoint). An empty id is a TypeError.
+   */
   static _session(id, tail = '') {
-    return `/v1/sessions/${encodeURIComponent(id)}${tail}`;
+    let seg = encodeURIComponent(id === undefined || id === null ? '' : id);
+    if (!seg) throw new TypeError('no session id given');
+    if (!seg.replace(/\./g, '')) seg = seg.replace(/\./g, '%2E');
+    return `/v1/sessions/${seg}${tail}`;
+  }
+
+  /** A request to session id's endpoint tail; rejects for an empty id. */
+  async _sessionRequest(method, id, tail) {
+    return this.request(method, Client._session(id, tail));
   }
 
   status() { return this.request('GET', '/v1/status'); }
@@ -125,10 +138,10 @@ class Client {
     return this.request('POST', '/v1/sessions', body);
   }
 
-  session(id) { return this.request('GET', Client._session(id)); }
-  turnEnd(id) { return this.request('POST', Client._session(id, '/turn-end')); }
-  sessionClose(id) { return this.request('POST', Client._session(id, '/close')); }
-  report(id) { return this.request('GET', Client._session(id, '/report')); }
+  session(id) { return this._sessionRequest('GET', id, ''); }
+  turnEnd(id) { return this._sessionRequest('POST', id, '/turn-end'); }
+  sessionClose(id) { return this._sessionRequest('POST', id, '/close'); }
+  report(id) { return this._sessionRequest('GET', id, '/report'); }
 
   keep(identity, options = {}) {
     const body = { process: identityString(identity) };

@@ -148,6 +148,14 @@ test('bad input is refused and runs nothing', { skip }, async () => {
   assert.ok(err && err.code !== 0, 'a bad session ran');
   assert.equal(fs.existsSync(marker), false, 'the command ran for a bad session');
   assert.throws(() => client.run('true', [], {}), TypeError);
+  assert.throws(() => client.run('true', [], { session: '' }), TypeError);
+  for (const call of [client.session, client.turnEnd, client.sessionClose, client.report]) {
+    await assert.rejects(call.call(client, ''), TypeError);
+    // No id reaches another endpoint: dots alone are an id.
+    for (const dots of ['.', '..']) {
+      await assert.rejects(call.call(client, dots), (e) => e instanceof LineageError && e.code === 'not_found', `${call.name}(${dots})`);
+    }
+  }
 });
 
 test('a relative socket serves commands run elsewhere', { skip }, async () => {

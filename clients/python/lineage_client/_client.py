@@ -192,7 +192,15 @@ class Client:
 
     @staticmethod
     def _session_path(session: str, tail: str = "") -> str:
-        return "/v1/sessions/" + urllib.parse.quote(str(session), safe="") + tail
+        """The path of session's endpoint tail, the id one escaped segment
+        (its dots too when it is dots alone: the daemon would clean "." and
+        ".." away, to another endpoint). An empty id raises ValueError."""
+        seg = urllib.parse.quote(str(session), safe="")
+        if not seg:
+            raise ValueError("no session id given")
+        if not seg.strip("."):
+            seg = seg.replace(".", "%2E")
+        return "/v1/sessions/" + seg + tail
 
     # The API.
 

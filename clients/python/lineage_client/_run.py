@@ -165,7 +165,8 @@ class _PipeReader(io.RawIOBase):
 class Popen:
     """A ``subprocess.Popen``-like handle on a command run as a root of
     ``session`` (opened with ``kind`` if it doesn't exist; ``label`` is the
-    root's), through the client's ``lineage exec``.
+    root's), through the client's ``lineage exec``. An empty ``session``
+    raises ValueError, and nothing is asked or run.
 
     ``stdin``, ``stdout``, ``stderr``, ``text`` (``universal_newlines``),
     ``encoding``, ``errors``, ``bufsize``, ``shell``, ``cwd``, ``env`` and
@@ -209,6 +210,9 @@ class Popen:
         self._pipes: list[_Pipe] = []
         self._comm: dict[str, Any] | None = None
         command = _command(args, shell)
+        if not session:
+            # Asked for, the daemon would open a session of its naming.
+            raise ValueError("run: no session given")
         client.ensure_session(session, kind=kind, label=None)
         argv = [client.lineage_path(), "exec", "--socket", client.socket, "--session", str(session)]
         if kind is not None:
@@ -589,7 +593,8 @@ def run(client: Client, args: Any, session: str, kind: str | None = None, label:
     ``timeout`` ends the command's whole lineage through the daemon and
     raises ``TimeoutExpired`` with the output so far. The session is
     checked first (opened with ``kind`` when it doesn't exist): a bad or
-    foreign one raises ``LineageError`` and nothing runs.
+    foreign one raises ``LineageError``, an empty one ValueError, and
+    nothing runs.
     """
     if input is not None:
         if kwargs.get("stdin") is not None:

@@ -304,6 +304,23 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(cm.exception.code, "unavailable")
         with self.assertRaises(ValueError):
             self.client.run([], session_name("empty"))
+        # An empty session opens none (the daemon would name one) and runs
+        # nothing.
+        sessions = self.client.status()["sessions"]
+        for start in (self.client.run, self.client.popen):
+            with self.assertRaises(ValueError) as cm:
+                start(["touch", marker], "")
+            self.assertIn("no session", str(cm.exception))
+        self.assertEqual(self.client.status()["sessions"], sessions, "a session was opened")
+        self.assertFalse(os.path.exists(marker), "a command ran for an empty session")
+        for call in (self.client.session, self.client.turn_end, self.client.session_close, self.client.report):
+            with self.assertRaises(ValueError):
+                call("")
+            # No id reaches another endpoint: dots alone are an id.
+            for dots in (".", ".."):
+                with self.assertRaises(LineageError) as cm:
+                    call(dots)
+                self.assertEqual(cm.exception.code, "not_found", (call.__name__, dots, cm.exception))
         with self.assertRaises(TypeError):
             self.client.run(["true"], session_name("exe"), executable="/bin/true")
         with self.assertRaises(ValueError):
