@@ -182,9 +182,23 @@ func (c *Command) CombinedOutput() ([]byte, error) {
 }
 
 // Start starts the command through lineage exec and does not wait for it.
-// An empty Session is an error, and nothing is sent or run. The session is
-// opened (with Kind) if it doesn't exist; a session the daemon refuses, or
-// no daemon, is an error and nothing runs.
+// An empty Session is an error, and nothing is sent or run. Before it
+// starts anything, Start looks the session up, and opens it (with Kind) if
+// it doesn't exist: no daemon (an error wrapping [ErrNoDaemon]) or a
+// refusal (an [*APIError]: a bad id, an unknown kind) is an error from
+// Start, and nothing runs.
+//
+// The registration itself is lineage exec's, in the process Start
+// started, and Start doesn't wait for it. A refusal only the registration
+// meets runs nothing either, but comes back from Wait: another uid's
+// session; this process a member of a tracked lineage (whose processes the
+// daemon won't register in another session); the session being closed, or
+// the daemon stopped, since Start's look. lineage exec then exits with
+// status 125, having written one line to the command's Stderr,
+// "lineage: exec: register: " and the daemon's answer (or why it could not
+// be reached), and Wait returns that *exec.ExitError. 125 is lineage's own
+// failure, as it is env(1)'s and timeout(1)'s; a caller whose command may
+// itself exit 125 tells the two apart by that line.
 func (c *Command) Start() error {
 	if c.Err != nil {
 		return c.Err
@@ -335,7 +349,8 @@ func isNotFound(err error) bool {
 // Wait waits for the command to exit, then at most HoldDelay for its
 // output pipes, and returns. Output written until then is kept; members
 // still holding a pipe then are named in Holders and left running. The
-// error is an *exec.ExitError when the command failed, wraps the
+// error is an *exec.ExitError when the command failed (or lineage exec's
+// registration, status 125: see [Command.Start]), wraps the
 // context's error when the context ended its lineage, and is a copy's
 // error (a writer that failed) otherwise; nil when the command exited 0,
 // whoever still holds its pipes.

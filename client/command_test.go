@@ -1,6 +1,7 @@
 package client
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/lineage-dev/lineage/api"
 )
 
 // With no daemon, Start fails with ErrNoDaemon and runs nothing.
@@ -98,6 +101,29 @@ func TestCommandWithAnEmptySessionRunsNothing(t *testing.T) {
 		t.Errorf("%d requests sent", n)
 	}
 	if _, err := os.Stat(marker); err == nil {
+		t.Error("the command ran")
+	}
+}
+
+// A session the daemon refuses to open is an *APIError from Start, and
+// nothing runs.
+func TestCommandInARefusedSessionRunsNothing(t *testing.T) {
+	sock := serveUnix(t, func(w http.ResponseWriter, r *http.Request) {
+		status, code := http.StatusNotFound, api.CodeNotFound
+		if r.Method == http.MethodPost {
+			status, code = http.StatusBadRequest, api.CodeInvalid
+		}
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(api.Error{Error: "no", Code: code})
+	})
+	marker := filepath.Join(t.TempDir(), "ran")
+	cmd := New(sock).Command("a b", "touch", marker)
+	cmd.Lineage = "/bin/sh" // never reached
+	var ae *APIError
+	if err := cmd.Start(); !errors.As(err, &ae) || ae.Body.Code != api.CodeInvalid {
+		t.Errorf("Start: %v, want the daemon's refusal", err)
+	}
+	if _, err := os.Stat(marker); err == nil || cmd.Process != nil {
 		t.Error("the command ran")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -300,4 +301,41 @@ func TestGoCommandRelativeSocket(t *testing.T) {
 		t.Errorf("pwd in / through %s: %q, %v; want /", filepath.Base(d.sock), out, err)
 	}
 	d.do("POST", "/v1/sessions/go-relsock/close", nil, nil)
+}
+
+// What Start can't see refused is refused at lineage exec's registration:
+// nothing runs, and Wait returns exit status 125 with lineage exec's one
+// line on Stderr, which a command's own status 125 lacks. Here root's
+// command names another uid's session, which Start finds open.
+func TestGoCommandRegistrationRefusalComesFromWait(t *testing.T) {
+	d := startDaemon(t, "")
+	if msg, code := asNobody(t, d).lineage("session", "open", "go-foreign", "--kind", "autonomous"); code != 0 {
+		t.Fatalf("uid 65534's session open: %s", msg)
+	}
+	marker := filepath.Join(t.TempDir(), "ran")
+	cmd := goCommand(context.Background(), d, "go-foreign", "", "touch "+marker)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("Start: %v, want the refusal from Wait", err)
+	}
+	var ee *exec.ExitError
+	if err := cmd.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 125 {
+		t.Errorf("Wait: %v, want exit status 125", err)
+	}
+	if line := stderr.String(); !strings.HasPrefix(line, "lineage: exec: register: ") || !strings.Contains(line, "(409 conflict)") || strings.Count(line, "\n") != 1 {
+		t.Errorf("stderr %q, want lineage exec's one line naming the daemon's refusal", line)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the command ran in another uid's session")
+	}
+	// The command's own 125 has no such line.
+	stderr.Reset()
+	cmd = goCommand(context.Background(), d, "go-own", "autonomous", "exit 125")
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); !errors.As(err, &ee) || ee.ExitCode() != 125 || stderr.Len() != 0 {
+		t.Errorf("a command's own exit 125: %v, stderr %q", err, stderr.String())
+	}
+	d.do("POST", "/v1/sessions/go-own/close", nil, nil)
+	d.do("POST", "/v1/sessions/go-foreign/close", nil, nil)
 }
