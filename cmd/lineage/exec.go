@@ -66,7 +66,9 @@ a session that exists (and never opens one).`,
 func runExec(o *execOptions, args []string) error {
 	path, err := exec.LookPath(args[0])
 	if err != nil {
-		fmt.Fprintf(o.s.Err, "lineage: exec: %v\n", err)
+		// LookPath's error says its own context (exec: "NAME": ...), as
+		// lineage run prints it.
+		fmt.Fprintf(o.s.Err, "lineage: %v\n", err)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			return cli.ExitError{Code: lineage.ExitNotFound}
 		}
