@@ -20,6 +20,12 @@ export declare class LineageError extends Error {
   readonly code: string;
   /** The HTTP status; 0 when no answer came. */
   readonly status: number;
+  /** Set when a run failed with it, as on any run's error (RunError). */
+  cmd?: string;
+  stdout?: string | Buffer;
+  stderr?: string | Buffer;
+  holders?: Holder[];
+  root?: string;
 }
 
 /** A member of the command's lineage that held one of its pipes when the hold delay ran out. */
@@ -82,7 +88,12 @@ export interface RunResult<T = string> {
   root: string;
 }
 
-/** The error a failed run calls back or rejects with: execFile's, plus holders and root. */
+/**
+ * The error a failed run calls back or rejects with: execFile's, plus
+ * holders and root. A session the daemon refuses, or no daemon, runs
+ * nothing and is a LineageError (code 'invalid', 'unavailable', ...), with
+ * the same fields: its stderr has lineage exec's own line.
+ */
 export interface RunError extends Error {
   code?: number | null | string;
   killed?: boolean;

@@ -12,6 +12,9 @@ const path = require('node:path');
 const DEFAULT_SOCKET = '/run/lineage/lineage.sock';
 const DEFAULT_HOLD_DELAY_MS = 100;
 const DEFAULT_MAX_BUFFER = 1024 * 1024;
+// lineage exec's exit status when it failed itself, before the command
+// (its registration refused, or no daemon reached).
+const EXIT_LINEAGE_FAILED = 125;
 
 /** An error the daemon answered with, or the daemon out of reach. */
 class LineageError extends Error {
@@ -189,11 +192,32 @@ class Client {
   }
 
   /**
+   * Opens session id with kind unless it exists, as lineage exec would;
+   * rejects with the LineageError of a daemon out of reach, or of one that
+   * refuses the session.
+   */
+  async _ensureSession(id, kind) {
+    try {
+      await this.session(id);
+      return;
+    } catch (e) {
+      if (!(e instanceof LineageError) || e.code !== 'not_found') throw e;
+    }
+    try {
+      await this.openSession({ id, kind });
+    } catch (e) {
+      if (!(e instanceof LineageError) || e.code !== 'conflict') throw e; // opened meanwhile
+    }
+  }
+
+  /**
    * Runs file with args as a root of options.session, in
    * child_process.execFile's shape: with a callback, it returns the child
    * and calls back (error, stdout, stderr); without, it returns a promise
    * of {stdout, stderr, code, holders, root} (rejected with the error,
-   * which carries the same) with the child as its `child`.
+   * which carries the same) with the child as its `child`. A session the
+   * daemon refuses, or no daemon, runs nothing and fails with the API's
+   * LineageError.
    */
   run(file, args, options, callback) {
     if (typeof args === 'function') { callback = args; args = []; options = {}; }
@@ -238,6 +262,10 @@ class Run {
     if (options.label) argv.push('--label', options.label);
     argv.push('--', ...command);
     this.cmd = command.join(' ');
+    // The session is checked through the API beside the start (run gives
+    // the child back at once, as execFile does): a refusal lineage exec
+    // meets too, which then runs nothing, is the API's LineageError.
+    this.check = client._ensureSession(options.session, options.kind).then(() => null, (e) => e);
     const stdin = options.input === undefined ? 'ignore' : 'pipe';
     this.child = childProcess.spawn(lineage, argv, {
       cwd: options.cwd, env: options.env, stdio: [stdin, 'pipe', 'pipe'], windowsHide: true,
@@ -391,10 +419,23 @@ class Run {
       ending.then(() => this.settle(), () => this.settle());
       return;
     }
+    // lineage exec failed itself: the check's refusal, if it met one, says
+    // why in the API's terms.
+    if (this.code === EXIT_LINEAGE_FAILED && this.check) {
+      const check = this.check;
+      this.check = null;
+      check.then((refusal) => {
+        this.refusal = refusal instanceof LineageError ? refusal : null;
+        this.settle();
+      });
+      return;
+    }
     const stdout = this.output('stdout');
     const stderr = this.output('stderr');
     let err = null;
-    if (this.overflow) {
+    if (this.refusal) {
+      err = this.refusal;
+    } else if (this.overflow) {
       err = new RangeError(`stdout or stderr over maxBuffer (${this.maxBuffer} bytes)`);
       err.code = 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER';
     } else if (this.code !== 0 || this.killed) {

@@ -114,6 +114,9 @@ test('input, exit codes and stderr as execFile gives them', { skip }, async () =
   const err = await client.run('sh', ['-c', 'echo oops >&2; exit 3'], { session }).then(() => null, (e) => e);
   assert.equal(err.code, 3);
   assert.equal(err.stderr, 'oops\n');
+  // The command's own 125 is its own: no refusal behind it.
+  const own = await client.run('sh', ['-c', 'exit 125'], { session }).then(() => null, (e) => e);
+  assert.ok(own && !(own instanceof LineageError) && own.code === 125, `exit 125: ${own}`);
   await new Promise((resolve) => {
     client.run('echo', ['cb'], { session }, (e, stdout) => {
       assert.equal(e, null);
@@ -144,8 +147,20 @@ test('bad input is refused and runs nothing', { skip }, async () => {
   await assert.rejects(client.turnEnd(sessionName('none')), (e) => e.code === 'not_found');
   await assert.rejects(new Client({ socket: '/nonexistent/lineage.sock' }).status(), (e) => e.code === 'unavailable');
   const marker = `${process.env.TMPDIR || '/tmp'}/lineage-node-${MARK}`;
+  // A bad session, or no daemon, is the API's LineageError, as every
+  // call's is, and runs nothing.
   const err = await client.run('touch', [marker], { session: 'has space' }).then(() => null, (e) => e);
-  assert.ok(err && err.code !== 0, 'a bad session ran');
+  assert.ok(err instanceof LineageError && err.code === 'invalid' && err.status === 400, `a bad session: ${err}`);
+  assert.match(err.stderr, /^lineage: exec: register: /);
+  const down = new Client({ socket: '/nonexistent/lineage.sock' });
+  const none = await down.run('touch', [marker], { session: sessionName('down') }).then(() => null, (e) => e);
+  assert.ok(none instanceof LineageError && none.code === 'unavailable', `no daemon: ${none}`);
+  await new Promise((resolve) => {
+    down.run('touch', [marker], { session: sessionName('down') }, (e) => {
+      assert.ok(e instanceof LineageError && e.code === 'unavailable', `no daemon, called back: ${e}`);
+      resolve();
+    });
+  });
   assert.equal(fs.existsSync(marker), false, 'the command ran for a bad session');
   assert.throws(() => client.run('true', [], {}), TypeError);
   assert.throws(() => client.run('true', [], { session: '' }), TypeError);

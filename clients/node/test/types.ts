@@ -14,6 +14,7 @@ async function host(): Promise<void> {
   const bytes: Buffer = raw.stdout;
   const child = c.run('make', ['test'], { session: 'turn-7', timeout: 60_000 }, (err: RunError | null, stdout, stderr) => {
     if (err && err.killed) console.log(err.holders, err.root, stdout, stderr);
+    if (err instanceof LineageError) console.log(err.code, err.status, err.stderr);
   });
   child.on('exit', (code) => console.log(code, child.root));
   for await (const ev of c.events('turn-7')) {
