@@ -65,7 +65,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "lineage(allow=...): processes the test means to leave behind, spared and not counted as leaks: "
-        "True for all, or a name, a glob of the command line, or a list of them, or a callable(argv)")
+        "True for all, or a program's name (of any word of argv), a glob of the command line, or a list of them, "
+        "or a callable(argv)")
     opt = config.getoption
     if not (opt("lineage") or opt("lineage_reap") or opt("lineage_fail") or config.getini("lineage")):
         return
@@ -73,7 +74,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _allowed(allow: Any, argv: list[str]) -> bool:
-    """Whether the marker's allow spares a process with argv."""
+    """Whether the marker's allow spares a process with argv, as it is at
+    teardown. A name (or a path) is matched against every word of argv,
+    itself and its basename: the process's program, or the program a
+    wrapper (setsid, nohup, env, timeout) is about to exec, since a process
+    between the wrapper's fork and its exec shows the wrapper's argv. A
+    word with a space in it (a shell's script) names no program. A glob is
+    matched against the whole command line."""
     if allow is True:
         return True
     if not allow:
@@ -81,9 +88,10 @@ def _allowed(allow: Any, argv: list[str]) -> bool:
     if callable(allow):
         return bool(allow(argv))
     patterns = [allow] if isinstance(allow, str) else list(allow)
-    first = argv[0] if argv else ""
+    words = [w for w in argv if w and not any(c.isspace() for c in w)]
+    programs = set(words) | {os.path.basename(w) for w in words}
     line = " ".join(argv)
-    return any(p in (first, os.path.basename(first)) or fnmatch.fnmatchcase(line, p) for p in patterns)
+    return any(p in programs or fnmatch.fnmatchcase(line, p) for p in patterns)
 
 
 def _describe(outcome: dict[str, Any], reaping: bool) -> str:
