@@ -37,12 +37,20 @@ func CapArgv(argv []string) []string {
 
 // ArgvFromCmdline splits a raw /proc/PID/cmdline read of at most
 // [MaxArgvBytes]+1 bytes into arguments, marking it cut when it was longer.
+//
+// A trailing run of empty arguments is dropped. A process that rewrites its
+// title in place (setproctitle: redis-server, postgres, sshd) leaves the
+// rest of its old argv as NUL bytes, which read as tens of empty arguments,
+// and /proc can't tell that padding from a real trailing empty argument:
+// "prog\x00\x00" is both prog with one byte of padding and prog "". So
+// prog "" reads as prog, as the BPF backend's exec events read it too.
+// Empty arguments between others are kept.
 func ArgvFromCmdline(raw []byte) []string {
 	cut := len(raw) > MaxArgvBytes
 	if cut {
 		raw = raw[:MaxArgvBytes]
 	}
-	s := strings.TrimSuffix(string(raw), "\x00")
+	s := strings.TrimRight(string(raw), "\x00")
 	if s == "" && !cut {
 		return nil
 	}

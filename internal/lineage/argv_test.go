@@ -55,16 +55,35 @@ func TestCapArgv(t *testing.T) {
 }
 
 func TestArgvFromCmdline(t *testing.T) {
-	if got := ArgvFromCmdline([]byte("sleep\x001\x00")); !slices.Equal(got, []string{"sleep", "1"}) {
-		t.Errorf("got %q", got)
-	}
-	if got := ArgvFromCmdline(nil); got != nil {
-		t.Errorf("empty cmdline: %q", got)
+	for _, c := range []struct {
+		name string
+		raw  string
+		want []string
+	}{
+		{"plain", "sleep\x001\x00", []string{"sleep", "1"}},
+		{"empty", "", nil},
+		{"only NULs", "\x00\x00\x00", nil},
+		{"no final NUL", "sleep\x001", []string{"sleep", "1"}},
+		{"empty words between others kept", "printf\x00\x00%s\x00\x00x\x00", []string{"printf", "", "%s", "", "x"}},
+		// setproctitle leaves the rest of the old argv as NULs.
+		{"rewritten title", "redis-server unixsocket:/tmp/x/r.sock" + strings.Repeat("\x00", 28), []string{"redis-server unixsocket:/tmp/x/r.sock"}},
+		// prog "" can't be told from prog with a byte of padding: it
+		// reads as prog.
+		{"a trailing empty argument", "prog\x00\x00", []string{"prog"}},
+		{"trailing empty arguments", "prog\x00a\x00\x00\x00", []string{"prog", "a"}},
+	} {
+		if got := ArgvFromCmdline([]byte(c.raw)); !slices.Equal(got, c.want) || (got == nil) != (c.want == nil) {
+			t.Errorf("%s: ArgvFromCmdline(%q) = %q, want %q", c.name, c.raw, got, c.want)
+		}
 	}
 	raw := []byte("sh\x00" + strings.Repeat("x", MaxArgvBytes))
 	got := ArgvFromCmdline(raw)
 	if got[0] != "sh" || got[len(got)-1] != ArgvCut || argvBytes(got[:len(got)-1]) > MaxArgvBytes+1 {
 		t.Errorf("long cmdline: %d parts, ends %q", len(got), got[len(got)-1])
+	}
+	padded := []byte("title\x00" + strings.Repeat("\x00", MaxArgvBytes))
+	if got := ArgvFromCmdline(padded); !slices.Equal(got, []string{"title", ArgvCut}) {
+		t.Errorf("a title padded past the cap: %q", got)
 	}
 }
 
