@@ -43,7 +43,8 @@ type Event struct {
 	Parent Identity
 	// Root is the root whose lineage the member belongs to.
 	Root Identity
-	// Comm is the kernel's short command name.
+	// Comm is the kernel's short command name; an exit's is that of the
+	// process's last thread to end, which may be a thread's own name.
 	Comm string
 	// Filename is the path that was executed (EventExec).
 	Filename string

@@ -86,7 +86,11 @@ func (t *Tree) Apply(ev Event) {
 	}
 	m := t.node(ev.Process)
 	t.link(m, ev.Parent, ev.Root)
-	if ev.Comm != "" && (m.Comm == "" || ev.Kind != EventFork) {
+	// A fork's comm is the parent's name and an exit's that of the
+	// process's last thread to end (a thread's own name, as redis-server's
+	// bio_aof_fsync): they only fill in a comm not known; an exec's is the
+	// new program's.
+	if ev.Comm != "" && (m.Comm == "" || ev.Kind == EventExec) {
 		m.Comm = ev.Comm
 	}
 	switch ev.Kind {

@@ -94,6 +94,28 @@ func TestTreeQueries(t *testing.T) {
 	}
 }
 
+func TestTreeNamesAMemberByItsExec(t *testing.T) {
+	r, a, b := id(100, 10), id(101, 11), id(102, 12)
+	tr := NewTree()
+	for _, ev := range []Event{
+		{Kind: EventFork, Process: r, Root: r, IsRoot: true, Comm: "lineage"},
+		{Kind: EventExec, Process: r, Root: r, Comm: "sh"},
+		// a forks and never execs; its last thread to end has a name of
+		// its own.
+		{Kind: EventFork, Process: a, Parent: r, Root: r, Comm: "redis-server"},
+		{Kind: EventExit, Process: a, Parent: r, Root: r, Comm: "bio_aof_fsync"},
+		// b's fork was not seen: its exit's comm is all there is.
+		{Kind: EventExit, Process: b, Parent: r, Root: r, Comm: "worker"},
+	} {
+		tr.Apply(ev)
+	}
+	for who, want := range map[Identity]string{r: "sh", a: "redis-server", b: "worker"} {
+		if m, _ := tr.Get(who); m.Comm != want {
+			t.Errorf("%v's comm is %q, want %q", who, m.Comm, want)
+		}
+	}
+}
+
 func TestTreeKeepsAPidReusedByAStranger(t *testing.T) {
 	tr := NewTree()
 	r := id(100, 10)

@@ -256,3 +256,20 @@ func TestOutcomeIsTheLastWord(t *testing.T) {
 		t.Errorf("the text says the unkept process was kept:\n%s", text.String())
 	}
 }
+
+// A process is named by its exec: its exit's comm is its last thread's, a
+// thread's own name.
+func TestCommIsTheExecs(t *testing.T) {
+	in := header + "\n" +
+		line(`"kind":"fork","boot_ns":1000000,"process":{"pid":7,"start":1},"parent":{"pid":2,"start":1},"root":{"pid":7,"start":1},"comm":"sh","is_root":true`) +
+		line(`"kind":"fork","boot_ns":2000000,"process":{"pid":8,"start":2},"parent":{"pid":7,"start":1},"root":{"pid":7,"start":1},"comm":"sh"`) +
+		line(`"kind":"exec","boot_ns":2500000,"process":{"pid":8,"start":2},"parent":{"pid":7,"start":1},"root":{"pid":7,"start":1},"comm":"redis-server","exe":"/usr/bin/redis-server"`) +
+		line(`"kind":"exit","boot_ns":3000000,"process":{"pid":8,"start":2},"parent":{"pid":7,"start":1},"root":{"pid":7,"start":1},"comm":"bio_aof_fsync","exit":{"code":0}`) +
+		line(`"kind":"exit","boot_ns":4000000,"process":{"pid":7,"start":1},"parent":{"pid":2,"start":1},"root":{"pid":7,"start":1},"comm":"sh","exit":{"code":0}`)
+	rep := build(t, []byte(in))
+	comms := map[uint32]string{}
+	rep.Walk(func(p *Process) bool { comms[p.ID.PID] = p.Comm; return true })
+	if comms[7] != "sh" || comms[8] != "redis-server" {
+		t.Errorf("comms %v: want sh and redis-server", comms)
+	}
+}

@@ -78,7 +78,9 @@ func (p *Process) apply(ev record.Event) {
 	if p.Root.IsZero() {
 		p.Root = ev.Root
 	}
-	if ev.Comm != "" && (p.Comm == "" || ev.Kind != record.KindFork) {
+	// As in lineage.Tree: only an exec names the process anew; a fork's
+	// comm is the parent's and an exit's its last thread's.
+	if ev.Comm != "" && (p.Comm == "" || ev.Kind == record.KindExec) {
 		p.Comm = ev.Comm
 	}
 	switch ev.Kind {
