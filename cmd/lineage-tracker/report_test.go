@@ -116,7 +116,7 @@ func TestReportRunFormats(t *testing.T) {
 			}
 			switch format {
 			case "tree":
-				if !strings.Contains(out, `LEAK daemon '\x1b[31m'`) {
+				if !strings.Contains(out, `LEAK daemon $'\x1b[31m'`) {
 					t.Errorf("tree:\n%s", out)
 				}
 			case "html":

@@ -104,27 +104,3 @@ func needsEscape(s string) bool {
 func unsafeRune(r rune) bool {
 	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Cf, r)
 }
-
-// CommandLine renders a process's command line for people, as one line:
-// each word [Printable], and a word that is empty or holds a space, a
-// quote or a shell metacharacter single-quoted as a shell would read it. A
-// process with no argv shows its comm in brackets, as ps does ("[?]" when
-// that is unknown too).
-func CommandLine(argv []string, comm string) string {
-	if len(argv) == 0 {
-		if comm == "" {
-			return "[?]"
-		}
-		return "[" + Printable(comm) + "]"
-	}
-	out := make([]string, len(argv))
-	for i, a := range argv {
-		a = Printable(a)
-		if a != "" && !strings.ContainsAny(a, " \t'\"\\$`;&|<>()*?[]{}!#~") {
-			out[i] = a
-			continue
-		}
-		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return strings.Join(out, " ")
-}

@@ -108,25 +108,3 @@ func TestPrintable(t *testing.T) {
 		}
 	}
 }
-
-func TestCommandLine(t *testing.T) {
-	for _, c := range []struct {
-		argv []string
-		comm string
-		want string
-	}{
-		{[]string{"sleep", "90"}, "", "sleep 90"},
-		{[]string{"sh", "-c", "make -j3"}, "", "sh -c 'make -j3'"},
-		{[]string{"echo", "it's"}, "", `echo 'it'\''s'`},
-		{[]string{"printf", ""}, "", "printf ''"},
-		{[]string{"echo", "\x1b[2J\n"}, "", `echo '\x1b[2J\n'`},
-		{[]string{"a;b"}, "", "'a;b'"},
-		{nil, "kworker/0:1", "[kworker/0:1]"},
-		{nil, "\x1b]0;x", `[\x1b]0;x]`},
-		{nil, "", "[?]"},
-	} {
-		if got := CommandLine(c.argv, c.comm); got != c.want {
-			t.Errorf("CommandLine(%q, %q) = %q, want %q", c.argv, c.comm, got, c.want)
-		}
-	}
-}

@@ -51,7 +51,7 @@ func TestTextEscapesWhatMembersControl(t *testing.T) {
 	if strings.ContainsAny(out, "\x1b\u202e") {
 		t.Error("raw escape or bidi control in the text report")
 	}
-	for _, want := range []string{`\x1b[2J`, `\nline2`, `\u202e`} {
+	for _, want := range []string{`$'</script>`, `\x1b[2J`, `\nline2`, `\xe2\x80\xae'`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q", want)
 		}
