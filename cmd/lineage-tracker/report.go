@@ -135,7 +135,7 @@ func reportRun(opts *reportOptions) error {
 		return err
 	}
 	if n := len(rep.Problems) + rep.Dropped; n > 0 && opts.Format != "tree" {
-		fmt.Fprintf(opts.err, "lineage: %s: %d problems, the first: %s (the report lists them)\n", opts.File, n, lineage.Printable(rep.Problems[0].String()))
+		fmt.Fprintf(opts.err, "lineage: %s: %d %s, the first: %s (the report lists %s)\n", opts.File, n, lineage.Plural(n, "problem", "problems"), lineage.Printable(rep.Problems[0].String()), lineage.Plural(n, "it", "them"))
 	}
 	return nil
 }

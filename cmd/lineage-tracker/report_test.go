@@ -246,7 +246,7 @@ func TestReportBadInput(t *testing.T) {
 		t.Errorf("missing: %v", err)
 	}
 	out, stderr, err := runReport(t, &reportOptions{File: damaged, Format: "json", Depth: -1})
-	if err != nil || !json.Valid([]byte(out)) || !strings.Contains(stderr, "line 8: cut short") {
+	if err != nil || !json.Valid([]byte(out)) || !strings.Contains(stderr, ": 1 problem, the first: line 8: cut short") || !strings.Contains(stderr, "(the report lists it)") {
 		t.Errorf("damaged: error %v, stderr %q", err, stderr)
 	}
 	if _, _, err := runReport(t, &reportOptions{File: huge, Format: "html", Depth: -1}); !errors.Is(err, report.ErrTooLarge) || !strings.Contains(err.Error(), "chrome-trace") {

@@ -8,6 +8,7 @@ import (
 	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/cli"
+	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
 // newCmdStatus asks the daemon whether it answers: exit 0 when it does,
@@ -20,7 +21,7 @@ func newCmdStatus(s cli.Streams) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return answer(cmd.Context(), o, (*client.Client).Status, func(w io.Writer, out api.Status) {
-				linef(w, "api %d\treaping %s\t%d sessions\tbackend %s (%s)", out.API, out.Reaping, out.Sessions, out.Backend, out.BackendReason)
+				linef(w, "api %d\treaping %s\t%d %s\tbackend %s (%s)", out.API, out.Reaping, out.Sessions, lineage.Plural(out.Sessions, "session", "sessions"), out.Backend, out.BackendReason)
 			})
 		},
 	}

@@ -13,26 +13,26 @@ import (
 func (r *Report) Incompleteness() []string {
 	var why []string
 	if n := r.Stats.MembersFull; n > 0 {
-		why = append(why, fmt.Sprintf("%d %s not tracked (membership map full)", n, plural(int(n), "process was", "processes were")))
+		why = append(why, fmt.Sprintf("%d %s not tracked (membership map full)", n, lineage.Plural(n, "process was", "processes were")))
 	}
 	if n := r.Stats.EventsLost + r.Stats.Undecodable; n > 0 {
-		why = append(why, fmt.Sprintf("%d %s lost", n, plural(int(n), "event", "events")))
+		why = append(why, fmt.Sprintf("%d %s lost", n, lineage.Plural(n, "event", "events")))
 	}
 	if n := r.Stats.Unattributed; n > 0 {
-		why = append(why, fmt.Sprintf("%d unattributed %s", n, plural(int(n), "orphan", "orphans")))
+		why = append(why, fmt.Sprintf("%d unattributed %s", n, lineage.Plural(n, "orphan", "orphans")))
 	}
 	if n := r.Stats.UIDSpared; n > 0 {
-		why = append(why, fmt.Sprintf("%d %s skipped in the kernel: the user who ran lineage could not signal %s", n, plural(int(n), "kill was", "kills were"), plural(int(n), "that process", "those processes")))
+		why = append(why, fmt.Sprintf("%d %s skipped in the kernel: the user who ran lineage could not signal %s", n, lineage.Plural(n, "kill was", "kills were"), lineage.Plural(n, "that process", "those processes")))
 	}
 	if r.ReapTimedOut {
 		why = append(why, "the reap passed its --reap-timeout")
 	}
 	if r.Reap != nil {
 		if n := len(r.Reap.Survivors); n > 0 {
-			why = append(why, fmt.Sprintf("%d %s survived the reap", n, plural(n, "process", "processes")))
+			why = append(why, fmt.Sprintf("%d %s survived the reap", n, lineage.Plural(n, "process", "processes")))
 		}
 		if n := r.Reap.Count(lineage.Refused); n > 0 {
-			why = append(why, fmt.Sprintf("%d %s refused a signal (protected)", n, plural(n, "process was", "processes were")))
+			why = append(why, fmt.Sprintf("%d %s refused a signal (protected)", n, lineage.Plural(n, "process was", "processes were")))
 		}
 	}
 	return why

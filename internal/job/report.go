@@ -121,16 +121,16 @@ func (r *Report) Fill(tree *lineage.Tree) {
 // (r.Stats) and its name call for.
 func (r *Report) WarnLosses(backendName string) {
 	if r.Stats.EventsLost > 0 {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("%d events lost: the record has gaps; membership stayed exact", r.Stats.EventsLost))
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%d %s lost: the record has gaps; membership stayed exact", r.Stats.EventsLost, lineage.Plural(r.Stats.EventsLost, "event", "events")))
 	}
 	if r.Stats.Undecodable > 0 {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("%d events could not be decoded (is this binary the one that loaded the tracker?): the record has gaps; membership stayed exact", r.Stats.Undecodable))
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%d %s could not be decoded (is this binary the one that loaded the tracker?): the record has gaps; membership stayed exact", r.Stats.Undecodable, lineage.Plural(r.Stats.Undecodable, "event", "events")))
 	}
 	if r.Stats.MembersFull > 0 {
 		r.Warnings = append(r.Warnings, untrackedWarning(r.Stats))
 	}
 	if r.Stats.Unattributed > 0 {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("%d %s could not be attributed to one job, and escaped", r.Stats.Unattributed, plural(int(r.Stats.Unattributed), "orphan", "orphans")))
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%d %s could not be attributed to one job, and escaped", r.Stats.Unattributed, lineage.Plural(r.Stats.Unattributed, "orphan", "orphans")))
 	}
 	if r.Stats.HookMisses > 0 {
 		r.Warnings = append(r.Warnings, hookMissWarning(r.Stats))
@@ -148,10 +148,10 @@ func hookMissWarning(st loader.Stats) string {
 	if st.ForkMisses > 0 {
 		adopted := fmt.Sprintf("/proc adoption %d more", st.AdoptedAfterMiss)
 		if st.AdoptedOrphans > 0 {
-			adopted += fmt.Sprintf(", %d of them %s reparented to lineage", st.AdoptedOrphans, plural(int(st.AdoptedOrphans), "an orphan", "orphans"))
+			adopted += fmt.Sprintf(", %d of them %s reparented to lineage", st.AdoptedOrphans, lineage.Plural(st.AdoptedOrphans, "an orphan", "orphans"))
 		}
 		parts = append(parts, fmt.Sprintf("%d of the fork hook (the second fork hook added %d %s, %s)",
-			st.ForkMisses, st.ForksCaught, plural(int(st.ForksCaught), "process", "processes"), adopted))
+			st.ForkMisses, st.ForksCaught, lineage.Plural(st.ForksCaught, "process", "processes"), adopted))
 	}
 	if st.CatcherMisses > 0 {
 		parts = append(parts, fmt.Sprintf("%d of the second fork hook", st.CatcherMisses))
@@ -169,11 +169,13 @@ func untrackedWarning(st loader.Stats) string {
 	escaped := st.MembersFull - killed
 	switch {
 	case escaped == 0:
-		return fmt.Sprintf("%d processes could not be tracked, the membership map being full, and were killed (--on-full=kill; raise --max-members)", killed)
+		return fmt.Sprintf("%d %s could not be tracked, the membership map being full, and %s killed (--on-full=kill; raise --max-members)",
+			killed, lineage.Plural(killed, "process", "processes"), lineage.Plural(killed, "was", "were"))
 	case killed == 0:
-		return fmt.Sprintf("%d processes were not tracked, the membership map being full, and escaped (raise --max-members)", escaped)
+		return fmt.Sprintf("%d %s not tracked, the membership map being full, and escaped (raise --max-members)", escaped, lineage.Plural(escaped, "process was", "processes were"))
 	}
-	return fmt.Sprintf("%d processes could not be tracked, the membership map being full: %d were killed, %d escaped (raise --max-members)", st.MembersFull, killed, escaped)
+	return fmt.Sprintf("%d processes could not be tracked, the membership map being full: %d %s killed, %d escaped (raise --max-members)",
+		st.MembersFull, killed, lineage.Plural(killed, "was", "were"), escaped)
 }
 
 // LeftBehind counts the job's processes that outlived its root, or, when

@@ -46,6 +46,21 @@ func TestReportText(t *testing.T) {
 	}
 }
 
+// One of a thing is said in the singular.
+func TestWarningsSayOneInTheSingular(t *testing.T) {
+	r := &Report{Stats: loader.Stats{EventsLost: 1, Undecodable: 1, Unattributed: 1}}
+	r.WarnLosses("bpf")
+	want := []string{"1 event lost: ", "1 event could not be decoded ", "1 orphan could not be attributed "}
+	if len(r.Warnings) != len(want) {
+		t.Fatalf("warnings %q", r.Warnings)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(r.Warnings[i], w) {
+			t.Errorf("warning %q, want it to start %q", r.Warnings[i], w)
+		}
+	}
+}
+
 // TestReportGolden holds the text and JSON forms to what they were when the
 // report lived in cmd/lineage: both are interfaces people and scripts read.
 func TestReportGolden(t *testing.T) {

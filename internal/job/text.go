@@ -52,9 +52,9 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) {
 	case left == 0 && job == "":
 		fmt.Fprintln(w, "lineage: nothing left behind")
 	case r.Reap != nil:
-		fmt.Fprintf(w, "lineage: %d %s left behind%s; %s (containment %s, %s):\n", left, plural(left, "process", "processes"), job, r.decisionText(), orNone(string(r.Reap.Containment)), round(r.Reap.Took))
+		fmt.Fprintf(w, "lineage: %d %s left behind%s; %s (containment %s, %s):\n", left, lineage.Plural(left, "process", "processes"), job, r.decisionText(), orNone(string(r.Reap.Containment)), round(r.Reap.Took))
 	default:
-		fmt.Fprintf(w, "lineage: %d %s left behind%s, not killed: %s\n", left, plural(left, "process", "processes"), job, r.decisionText())
+		fmt.Fprintf(w, "lineage: %d %s left behind%s, not killed: %s\n", left, lineage.Plural(left, "process", "processes"), job, r.decisionText())
 	}
 	if left > 0 || job != "" || opts.Verbose {
 		r.writeTable(w, opts.Verbose)
@@ -159,10 +159,10 @@ func (r *Report) writeNotes(w io.Writer, verbose bool, left int) {
 		fmt.Fprintf(w, "lineage: %d of them ended before the reaper reached them (-v lists them)\n", n)
 	}
 	if n := len(r.Contained); n > 0 {
-		fmt.Fprintf(w, "lineage: %d %s forked during the reap %s killed at birth\n", n, plural(n, "process", "processes"), plural(n, "was", "were"))
+		fmt.Fprintf(w, "lineage: %d %s forked during the reap %s killed at birth\n", n, lineage.Plural(n, "process", "processes"), lineage.Plural(n, "was", "were"))
 	}
 	if r.Reap != nil && len(r.Reap.Survivors) > 0 {
-		fmt.Fprintf(w, "lineage: WARNING: %d %s could not be ended: %v\n", len(r.Reap.Survivors), plural(len(r.Reap.Survivors), "process", "processes"), r.Reap.Survivors)
+		fmt.Fprintf(w, "lineage: WARNING: %d %s could not be ended: %v\n", len(r.Reap.Survivors), lineage.Plural(len(r.Reap.Survivors), "process", "processes"), r.Reap.Survivors)
 	}
 	if len(r.Incomplete) > 0 {
 		fmt.Fprintf(w, "lineage: incomplete: %s\n", strings.Join(r.Incomplete, "; "))
@@ -200,13 +200,6 @@ func round(d time.Duration) time.Duration {
 		return d.Round(100 * time.Microsecond)
 	}
 	return d
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 func orDash(s string) string {

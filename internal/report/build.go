@@ -241,7 +241,7 @@ func (rep *Report) explain() {
 		add("%s", lineage.Printable(limit))
 	}
 	if s.Lost > 0 {
-		add("events the kernel could not deliver: %d (in %d %s, %s): %s", s.Lost, s.Losses, plural(s.Losses, "loss", "losses"), rep.placement(), rep.lossImpact())
+		add("events the kernel could not deliver: %d (in %d %s, %s): %s", s.Lost, s.Losses, lineage.Plural(s.Losses, "loss", "losses"), rep.placement(), rep.lossImpact())
 	}
 	if s.BadLines > 0 {
 		add("lines that could not be read: %d: the events on them are missing", s.BadLines)
@@ -282,6 +282,6 @@ func (rep *Report) lossImpact() string {
 			n[k]++
 		}
 	}
-	return fmt.Sprintf("%d processes marked (fork not recorded %d, exec not recorded %d, exit not recorded %d); an exec lost from any other shows only as the previous program's argv",
-		rep.Summary.Missing, n[record.KindFork], n[record.KindExec], n[record.KindExit])
+	return fmt.Sprintf("%d %s marked (fork not recorded %d, exec not recorded %d, exit not recorded %d); an exec lost from any other shows only as the previous program's argv",
+		rep.Summary.Missing, lineage.Plural(rep.Summary.Missing, "process", "processes"), n[record.KindFork], n[record.KindExec], n[record.KindExit])
 }

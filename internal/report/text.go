@@ -72,7 +72,8 @@ func (rep *Report) WriteText(w io.Writer, opts TextOptions) error {
 		t.node(p, "", "", 0)
 	}
 	if opts.LeaksOnly {
-		fmt.Fprintf(t.w, "(leaks only: %d of %d processes drawn, those on the paths to the %d leaks)\n", t.drawn, rep.Summary.Processes, rep.Summary.Leaks)
+		fmt.Fprintf(t.w, "(leaks only: %d of %d %s drawn, those on the %s to the %d %s)\n", t.drawn, rep.Summary.Processes, lineage.Plural(rep.Summary.Processes, "process", "processes"),
+			lineage.Plural(rep.Summary.Leaks, "path", "paths"), rep.Summary.Leaks, lineage.Plural(rep.Summary.Leaks, "leak", "leaks"))
 	}
 	t.footer()
 	return t.w.Flush()
@@ -160,18 +161,11 @@ func (t *textWriter) childIndent(indent string, depth int, last bool) string {
 
 // cutOff summarises p's subtree below p, which the depth limit cuts off.
 func cutOff(p *Process) string {
-	s := fmt.Sprintf("… %d more %s", p.descendants, plural(p.descendants, "process", "processes"))
+	s := fmt.Sprintf("… %d more %s", p.descendants, lineage.Plural(p.descendants, "process", "processes"))
 	if n := p.leaksBelow - b2i(p.Leaked); n > 0 {
-		s += fmt.Sprintf(", %d %s among them", n, plural(n, "leak", "leaks"))
+		s += fmt.Sprintf(", %d %s among them", n, lineage.Plural(n, "leak", "leaks"))
 	}
 	return s
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 func (t *textWriter) line(p *Process) {

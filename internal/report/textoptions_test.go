@@ -85,7 +85,7 @@ func TestTextLeaksOnlyAndDepth(t *testing.T) {
 func TestTextLeaksOnlyWithoutLeaks(t *testing.T) {
 	in := header + "\n" + line(`"kind":"fork","boot_ns":1000000,"process":{"pid":7,"start":1},"parent":{"pid":2,"start":1},"root":{"pid":7,"start":1}`)
 	got := treePart(t, build(t, []byte(in)), TextOptions{LeaksOnly: true})
-	if got[0] != "no leaks" || !strings.HasPrefix(got[1], "(leaks only: 0 of 1 processes drawn") {
+	if got[0] != "no leaks" || !strings.HasPrefix(got[1], "(leaks only: 0 of 1 process drawn") {
 		t.Errorf("tree %q", got)
 	}
 }

@@ -16,13 +16,13 @@ const summaryLabel = 100
 func (t *textWriter) summary() {
 	s, h := t.rep.Summary, t.rep.Highlights
 	parts := []string{
-		fmt.Sprintf("%d processes (%d %s)", s.Processes, s.Roots, plural(s.Roots, "root", "roots")),
-		t.style(leakStyle(s.Leaks), fmt.Sprintf("%d %s", s.Leaks, plural(s.Leaks, "leak", "leaks"))),
+		fmt.Sprintf("%d processes (%d %s)", s.Processes, s.Roots, lineage.Plural(s.Roots, "root", "roots")),
+		t.style(leakStyle(s.Leaks), fmt.Sprintf("%d %s", s.Leaks, lineage.Plural(s.Leaks, "leak", "leaks"))),
 		fmt.Sprintf("%d kept", s.Kept),
 		fmt.Sprintf("%d reaped (%d killed)", s.Reaped, s.Killed),
 		fmt.Sprintf("%d outlived their root", s.OutlivedRoot),
 		fmt.Sprintf("%d end unknown", s.Unended),
-		fmt.Sprintf("%d events lost", s.Lost),
+		fmt.Sprintf("%d %s lost", s.Lost, lineage.Plural(s.Lost, "event", "events")),
 	}
 	fmt.Fprintf(t.w, "\nsummary: %s\n", strings.Join(parts, ", "))
 	t.list("leaks", s.Leaks, h.Leaks, "--leaks-only draws their paths", func(e Entry) string { return t.endOf(e.p) })
@@ -33,10 +33,10 @@ func (t *textWriter) summary() {
 		return fmt.Sprintf("%s after its root's exit, %s", seconds(time.Duration(e.Count)), t.endOf(e.p))
 	})
 	t.list("top spawners by children", -1, h.TopByChildren, "", func(e Entry) string {
-		return fmt.Sprintf("%d %s", e.Count, plural(int(e.Count), "child", "children"))
+		return fmt.Sprintf("%d %s", e.Count, lineage.Plural(e.Count, "child", "children"))
 	})
 	t.list("top spawners by subtree", -1, h.TopBySubtree, "", func(e Entry) string {
-		return fmt.Sprintf("%d %s", e.Count, plural(int(e.Count), "descendant", "descendants"))
+		return fmt.Sprintf("%d %s", e.Count, lineage.Plural(e.Count, "descendant", "descendants"))
 	})
 	fmt.Fprintf(t.w, "  top spawners by CPU time: %s\n", h.CPUTime)
 	t.losses()
@@ -85,7 +85,8 @@ func (t *textWriter) losses() {
 		fmt.Fprintln(t.w, "  losses: none")
 		return
 	}
-	fmt.Fprintf(t.w, "  losses: %d events in %d %s, %d processes marked\n", rep.Summary.Lost, len(rep.Gaps), plural(len(rep.Gaps), "loss", "losses"), rep.Summary.Missing)
+	fmt.Fprintf(t.w, "  losses: %d %s in %d %s, %d %s marked\n", rep.Summary.Lost, lineage.Plural(rep.Summary.Lost, "event", "events"),
+		len(rep.Gaps), lineage.Plural(len(rep.Gaps), "loss", "losses"), rep.Summary.Missing, lineage.Plural(rep.Summary.Missing, "process", "processes"))
 	for _, g := range rep.Gaps {
 		fmt.Fprintf(t.w, "    %s\n", t.style(styleReap, t.gapLine(g)))
 	}
@@ -110,7 +111,7 @@ func (t *textWriter) gapLine(g Gap) string {
 		s += fmt.Sprintf(", not placed in time (the loss was written at +%s)", seconds(g.At-t.rep.First))
 	}
 	if g.Named > 0 {
-		s += fmt.Sprintf(", naming %d %s", g.Named, plural(g.Named, "process", "processes"))
+		s += fmt.Sprintf(", naming %d %s", g.Named, lineage.Plural(g.Named, "process", "processes"))
 	}
-	return s + fmt.Sprintf(": %d %s touched", g.Touched, plural(g.Touched, "process", "processes"))
+	return s + fmt.Sprintf(": %d %s touched", g.Touched, lineage.Plural(g.Touched, "process", "processes"))
 }

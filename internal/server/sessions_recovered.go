@@ -62,7 +62,9 @@ func (s *Server) adoptUnlisted() {
 	s.touch(se)
 	s.forceSession(se)
 	s.reg.mu.Unlock()
-	s.note("lineage: %d roots in the pinned tracker were in no saved session: they are in session %s (lineage session close %s reaps them)\n", len(se.roots), se.id, se.id)
+	n := len(se.roots)
+	s.note("lineage: %d %s in the pinned tracker %s in no saved session: %s in session %s (lineage session close %s reaps %s)\n",
+		n, lineage.Plural(n, "root", "roots"), lineage.Plural(n, "was", "were"), lineage.Plural(n, "it is", "they are"), se.id, se.id, lineage.Plural(n, "it", "them"))
 	s.save()
 }
 

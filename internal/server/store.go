@@ -220,7 +220,7 @@ func (s *Server) restoreSession(ss api.Session) *session {
 				n++
 			}
 		}
-		s.note("lineage: session %s: root %s is gone; %d of its %d members restored as roots\n", se.id, r.Root, n, len(r.Members))
+		s.note("lineage: session %s: root %s is gone; %d of its %d %s restored as %s\n", se.id, r.Root, n, len(r.Members), lineage.Plural(len(r.Members), "member", "members"), lineage.Plural(n, "a root", "roots"))
 	}
 	for _, k := range ss.Keeps {
 		rule, err := policy.ParseKeep(k.Rule)

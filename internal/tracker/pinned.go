@@ -31,7 +31,7 @@ func (t *Tracker) notePinned() {
 	} else {
 		t.detail("lineage: pinned tracker in %s taken over: the kernel tracked throughout\n", p.Dir)
 		if st, err := b.Stats(); err == nil && st.EventsLost > 0 {
-			t.note("lineage: the pinned tracker has lost %d events so far (its ring buffer overflowed); membership stayed exact\n", st.EventsLost)
+			t.note("lineage: the pinned tracker has lost %d %s so far (its ring buffer overflowed); membership stayed exact\n", st.EventsLost, lineage.Plural(st.EventsLost, "event", "events"))
 		}
 	}
 	if p.MaxMembers != p.AskedMaxMembers {
@@ -39,8 +39,8 @@ func (t *Tracker) notePinned() {
 			p.Dir, p.MaxMembers, p.AskedMaxMembers)
 	}
 	if p.MigratedFrom != "" {
-		t.note("lineage: moved %d roots and %d members from the pinned tracker of another layout in %s, and unpinned it\n",
-			p.MigratedRoots, p.MigratedMembers, p.MigratedFrom)
+		t.note("lineage: moved %d %s and %d %s from the pinned tracker of another layout in %s, and unpinned it\n",
+			p.MigratedRoots, lineage.Plural(p.MigratedRoots, "root", "roots"), p.MigratedMembers, lineage.Plural(p.MigratedMembers, "member", "members"), p.MigratedFrom)
 	}
 }
 
