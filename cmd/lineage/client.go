@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -56,7 +55,7 @@ func (o *clientOptions) print(out any) error {
 
 func linef(w io.Writer, format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
 
-// shown returns words a member or a caller controls (argv, a label) ready
-// to print: joined by spaces, every control character escaped, so that
-// they can't move the cursor or forge a line.
-func shown(words ...string) string { return lineage.Printable(strings.Join(words, " ")) }
+// shown returns text a member or a caller controls (a label, a warning)
+// ready to print: every control character escaped, so that it can't move
+// the cursor or forge a line. A command line is [lineage.CommandLine]'s.
+func shown(s string) string { return lineage.Printable(s) }

@@ -9,6 +9,7 @@ import (
 	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/cli"
+	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
 func newCmdRootsLs(s cli.Streams) *cobra.Command {
@@ -23,7 +24,7 @@ func newCmdRootsLs(s cli.Streams) *cobra.Command {
 				return c.Roots(ctx, session)
 			}, func(w io.Writer, out []api.Root) {
 				for _, r := range out {
-					linef(w, "%s\t%s\t%s\t%s", r.Root, r.Session, shown(r.Label), shown(r.Command...))
+					linef(w, "%s\t%s\t%s\t%s", r.Root, r.Session, shown(r.Label), lineage.CommandLine(r.Command, ""))
 				}
 			})
 		},

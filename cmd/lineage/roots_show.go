@@ -37,7 +37,7 @@ func printTree(w io.Writer, ms []api.Member) {
 	}
 	var walk func(m api.Member, depth int)
 	walk = func(m api.Member, depth int) {
-		linef(w, "%s%s\t%s", strings.Repeat("  ", depth+1), m.Process, shown(m.Argv...))
+		linef(w, "%s%s\t%s", strings.Repeat("  ", depth+1), m.Process, lineage.CommandLine(m.Argv, m.Comm))
 		for _, k := range kids[m.Process] {
 			walk(k, depth+1)
 		}

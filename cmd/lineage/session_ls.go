@@ -20,7 +20,7 @@ func newCmdSessionLs(s cli.Streams) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return answer(cmd.Context(), o, (*client.Client).Sessions, func(w io.Writer, out []api.Session) {
 				for _, se := range out {
-					linef(w, "%s\t%s\t%d %s\t%s", se.ID, se.Kind, len(se.Roots), lineage.Plural(len(se.Roots), "root", "roots"), se.Label)
+					linef(w, "%s\t%s\t%d %s\t%s", se.ID, se.Kind, len(se.Roots), lineage.Plural(len(se.Roots), "root", "roots"), shown(se.Label))
 				}
 			})
 		},

@@ -40,3 +40,19 @@ func TestClientTextEscapesWhatMembersControl(t *testing.T) {
 		t.Errorf("the escaped text is not shown:\n%s", out)
 	}
 }
+
+// A command line is shown as lineage run's table shows it, quoted as a
+// shell reads it back.
+func TestClientTextQuotesCommandLines(t *testing.T) {
+	root := lineage.Identity{PID: 10, StartTicks: 100}
+	var b strings.Builder
+	printTree(&b, []api.Member{{Process: root, Parent: root, Argv: []string{"sh", "-c", `echo a\b`}}})
+	printEnded(&b, api.Ended{Session: "s", Roots: []api.RootEnd{{Root: root, Decision: "reap",
+		Outcomes: []api.Outcome{{Process: root, Argv: []string{"printf", "a\nb", ""}, Result: "terminated"}},
+	}}})
+	for _, want := range []string{`sh -c 'echo a\b'`, `printf $'a\nb' ''`} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("no %s in:\n%s", want, b.String())
+		}
+	}
+}
