@@ -30,12 +30,12 @@ func trackerCommands(s cli.Streams) []*cobra.Command {
 }
 
 // handStandalone is the front's standalone run: it hands the job to
-// lineage-tracker, beside the front, with the same arguments (execve: the
-// pid stays the same), for it to run with a tracker of its own; it returns
-// only when that fails. Nothing of the job has run yet.
+// lineage-tracker, beside the front, with the same arguments marked as
+// handed (execve: the pid stays the same), for it to run with a tracker of
+// its own; it returns only when that fails. Nothing of the job has run yet.
 func handStandalone(s cli.Streams) cli.Standalone {
 	return func(context.Context, cli.StandaloneJob) (*job.Report, job.End, error) {
-		return nil, job.End{}, execTracker(s, os.Args[1:])
+		return nil, job.End{}, execTracker(s, cli.HandedArgs(os.Args[1:]))
 	}
 }
 

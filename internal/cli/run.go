@@ -42,6 +42,9 @@ type runOptions struct {
 	Verbose     bool
 	Quiet       bool
 	Standalone  bool
+	// Handed is set on a run the front handed to lineage-tracker, having
+	// chosen a tracker of lineage's own and said why (HandedArgs).
+	Handed bool
 
 	Command []string
 
@@ -184,6 +187,8 @@ func NewCmdRun(s Streams, standalone Standalone, runF func(*runOptions) error) *
 	f.BoolVarP(&opts.Verbose, "verbose", "v", false, "say which backend is used and why, and report every member")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "print nothing when nothing was left behind")
 	f.BoolVar(&opts.Standalone, "standalone", false, "load a tracker of lineage's own even when a daemon ('lineage serve') is reachable")
+	f.BoolVar(&opts.Handed, handedFlag, false, "the front chose a tracker of lineage's own for this run, and said why (internal)")
+	_ = f.MarkHidden(handedFlag)
 	opts.safety.add(f)
 	opts.record.add(f)
 	return cmd

@@ -2,8 +2,11 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,5 +134,33 @@ func TestRunOnFullFlag(t *testing.T) {
 		if c.ok && (got == nil || got.OnFull != c.want) {
 			t.Errorf("%v: options %+v, want on full %q", c.args, got, c.want)
 		}
+	}
+}
+
+// A run the front handed over asks no daemon, and says nothing of the
+// choice the front has already said (-v printed it twice).
+func TestHandedRunAsksNoDaemon(t *testing.T) {
+	args := HandedArgs([]string{"run", "-v", "--", "sleep", "1"})
+	if want := []string{"run", "--handed", "-v", "--", "sleep", "1"}; !slices.Equal(args, want) {
+		t.Fatalf("handed args %q, want %q", args, want)
+	}
+	var got *runOptions
+	var stderr bytes.Buffer
+	cmd := NewCmdRun(Streams{Out: &bytes.Buffer{}, Err: &stderr}, nil, func(o *runOptions) error { got = o; return nil })
+	// An unreachable daemon, were it asked.
+	t.Setenv("LINEAGE_SOCKET", filepath.Join(t.TempDir(), "none.sock"))
+	cmd.SetArgs(args[1:])
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !got.Handed || !got.Verbose || !slices.Equal(got.Command, []string{"sleep", "1"}) {
+		t.Fatalf("options %+v", got)
+	}
+	if r := got.daemon(context.Background()); r != nil || stderr.Len() != 0 {
+		t.Errorf("a handed run asked the daemon (%v) or said so: %q", r, stderr.String())
+	}
+	got.Handed = false
+	if r := got.daemon(context.Background()); r != nil || !strings.Contains(stderr.String(), "lineage: standalone: no daemon to use at ") {
+		t.Errorf("a run not handed: %v, %q", r, stderr.String())
 	}
 }

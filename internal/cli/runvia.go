@@ -53,6 +53,17 @@ func (o *runOptions) runJob(ctx context.Context) (*job.Report, job.End, error) {
 	return o.standalone(ctx, o.standaloneJob())
 }
 
+// handedFlag marks a run the front handed to lineage-tracker.
+const handedFlag = "handed"
+
+// HandedArgs returns args, the front's command line from `run` on, marked
+// as handed to lineage-tracker: the front has chosen a tracker of
+// lineage's own and, with -v, said why, so the tracker asks no daemon
+// again and says nothing of the choice.
+func HandedArgs(args []string) []string {
+	return append([]string{args[0], "--" + handedFlag}, args[1:]...)
+}
+
 // openTimeout bounds the questions to the daemon before the job starts.
 const openTimeout = 5 * time.Second
 
@@ -61,6 +72,8 @@ const openTimeout = 5 * time.Second
 // only a daemon that runs as root, whatever the socket's path.
 func (o *runOptions) daemon(ctx context.Context) *job.Runner {
 	switch {
+	case o.Handed:
+		return nil
 	case o.Standalone:
 		o.detail("lineage: standalone: --standalone\n")
 		return nil

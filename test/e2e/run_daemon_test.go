@@ -179,7 +179,8 @@ func TestRunTrustsOnlyARootDaemon(t *testing.T) {
 }
 
 // With a daemon reachable, a daemon-wide flag or --standalone gives the
-// job a tracker of its own, and -v says why; without one, -v says so too.
+// job a tracker of its own, and -v says why, once (not again from
+// lineage-tracker); without one, -v says so too.
 func TestRunSaysWhoseTrackerItUses(t *testing.T) {
 	d := startDaemon(t, "")
 	withDaemon := []string{client.EnvSocket + "=" + d.sock}
@@ -215,8 +216,8 @@ func TestRunSaysWhoseTrackerItUses(t *testing.T) {
 			if res.report.Tracker != c.tracker {
 				t.Errorf("report: tracker %q, want %q", res.report.Tracker, c.tracker)
 			}
-			if !strings.Contains(res.stderr, c.says) {
-				t.Errorf("-v does not say %q:\n%s", c.says, res.stderr)
+			if n := strings.Count(res.stderr, c.says); n != 1 {
+				t.Errorf("-v says %q %d times, want once:\n%s", c.says, n, res.stderr)
 			}
 		})
 	}
