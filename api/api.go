@@ -8,6 +8,8 @@
 package api
 
 import (
+	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
@@ -19,6 +21,19 @@ const DefaultSocket = "/run/lineage/lineage.sock"
 
 // APIVersion is the version of the API, the /v1 of its paths.
 const APIVersion = 1
+
+// sessionID is the form of a session id: what a path carries unescaped.
+var sessionID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// CheckSessionID returns nil for an id the API can carry in a path, and
+// an error wrapping [lineage.ErrInvalid] otherwise. Every id the daemon
+// opens a session under passes it.
+func CheckSessionID(id string) error {
+	if !sessionID.MatchString(id) {
+		return fmt.Errorf("%w session id %q: want 1-64 of [A-Za-z0-9._-], starting with a letter or digit", lineage.ErrInvalid, id)
+	}
+	return nil
+}
 
 // OpenSession is the body of POST /v1/sessions.
 type OpenSession struct {

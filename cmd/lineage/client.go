@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/cli"
 	"github.com/lineage-dev/lineage/internal/lineage"
@@ -51,6 +52,21 @@ func (o *clientOptions) print(out any) error {
 	enc := json.NewEncoder(o.s.Out)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
+}
+
+// checkSessionIDs checks the session ids a command was given (an empty one
+// was not given) before the daemon is asked: a bad one is the caller's
+// mistake, whether or not a daemon answers.
+func checkSessionIDs(ids ...string) error {
+	for _, id := range ids {
+		if id == "" {
+			continue
+		}
+		if err := api.CheckSessionID(id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func linef(w io.Writer, format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }

@@ -17,6 +17,9 @@ func newCmdEvents(s cli.Streams) *cobra.Command {
 		Short: "Stream lineage events as NDJSON, in the record schema (docs/record.md)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkSessionIDs(session); err != nil {
+				return err
+			}
 			c := client.New(client.Socket(o.Socket))
 			defer c.Close()
 			body, err := c.Events(cmd.Context(), session)

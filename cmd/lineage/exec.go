@@ -64,6 +64,9 @@ a session that exists (and never opens one).`,
 }
 
 func runExec(o *execOptions, args []string) error {
+	if err := api.CheckSessionID(o.Session); err != nil {
+		return fmt.Errorf("exec: %w", err)
+	}
 	path, err := exec.LookPath(args[0])
 	if err != nil {
 		// LookPath's error says its own context (exec: "NAME": ...), as

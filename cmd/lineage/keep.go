@@ -12,6 +12,7 @@ import (
 	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/cli"
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/policy"
 )
 
 func newCmdKeep(s cli.Streams) *cobra.Command {
@@ -34,9 +35,15 @@ func newCmdKeep(s cli.Streams) *cobra.Command {
 				if req.Root && !strings.HasPrefix(rule, "root:") {
 					rule = "root:" + rule
 				}
+				if _, err := policy.ParseKeep(rule); err != nil {
+					return fmt.Errorf("keep --rm: %w", err)
+				}
 				return answer(cmd.Context(), o, func(c *client.Client, ctx context.Context) (api.Keep, error) {
 					return c.RemoveKeep(ctx, rule)
 				}, func(w io.Writer, out api.Keep) { linef(w, "unkept %s", out.Rule) })
+			}
+			if _, err := lineage.ParseIdentity(args[0]); err != nil {
+				return fmt.Errorf("keep: %w", err)
 			}
 			req.Process = args[0]
 			return answer(cmd.Context(), o, func(c *client.Client, ctx context.Context) (api.Keep, error) {

@@ -11,6 +11,7 @@ import (
 	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/cli"
+	"github.com/lineage-dev/lineage/internal/lineage"
 )
 
 func newCmdRootsAdd(s cli.Streams) *cobra.Command {
@@ -23,7 +24,13 @@ func newCmdRootsAdd(s cli.Streams) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			pid, err := strconv.ParseInt(args[0], 10, 64)
 			if err != nil {
-				return fmt.Errorf("roots add: pid %q: %w", args[0], err)
+				return fmt.Errorf("roots add: %w pid %q: want a number", lineage.ErrInvalid, args[0])
+			}
+			if pid <= 1 {
+				return fmt.Errorf("roots add: %w pid %d: pid 0 and 1 are never tracked", lineage.ErrInvalid, pid)
+			}
+			if err := api.CheckSessionID(req.Session); err != nil {
+				return err
 			}
 			req.PID = pid
 			return answer(cmd.Context(), o, func(c *client.Client, ctx context.Context) (api.Root, error) {

@@ -20,6 +20,9 @@ func newCmdRootsLs(s cli.Streams) *cobra.Command {
 		Short: "List the roots the caller may see",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkSessionIDs(session); err != nil {
+				return err
+			}
 			return answer(cmd.Context(), o, func(c *client.Client, ctx context.Context) ([]api.Root, error) {
 				return c.Roots(ctx, session)
 			}, func(w io.Writer, out []api.Root) {

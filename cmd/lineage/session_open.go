@@ -24,6 +24,9 @@ func newCmdSessionOpen(s cli.Streams) *cobra.Command {
 			if len(args) == 1 {
 				req.ID = args[0]
 			}
+			if err := checkSessionIDs(req.ID, req.Parent); err != nil {
+				return err
+			}
 			if owner != "" {
 				id, err := lineage.ParseIdentity(owner)
 				if err != nil {

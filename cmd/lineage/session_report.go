@@ -17,6 +17,9 @@ func newCmdSessionReport(s cli.Streams) *cobra.Command {
 		Short: "List a session's live processes without touching them",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := api.CheckSessionID(args[0]); err != nil {
+				return err
+			}
 			return answer(cmd.Context(), o, func(c *client.Client, ctx context.Context) (api.Ended, error) {
 				return c.ReportSession(ctx, args[0])
 			}, printEnded)

@@ -23,6 +23,9 @@ func newCmdTurnEnd(s cli.Streams) *cobra.Command {
 		Short: "End a turn: an autonomous session's processes are reaped, an interactive one's reported",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := api.CheckSessionID(args[0]); err != nil {
+				return err
+			}
 			return answer(cmd.Context(), o, func(c *client.Client, ctx context.Context) (api.Ended, error) {
 				return c.TurnEnd(ctx, args[0])
 			}, printEnded)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -27,6 +26,9 @@ const exitNotTracked = 1
 type whyOptions struct {
 	clientOptions
 	Process string
+	// id is Process read, checked before the daemon is asked; a bare pid
+	// has no start time.
+	id lineage.Identity
 }
 
 func newCmdWhy(s cli.Streams, runF func(*whyOptions) error) *cobra.Command {
@@ -41,10 +43,16 @@ the root's label and argv at each step, even where the process was reparented
 
 Without a daemon, or for a process the daemon does not track, it says so and
 shows the /proc parent chain instead, marked as such: ppid changes at every
-reparent, so that chain may not name who started the process. It then exits 1.`,
+reparent, so that chain may not name who started the process. It then exits 1.
+An argument that is neither PID nor PID@START, or names pid 0 or 1, is refused
+before the daemon is asked, with exit status 125.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			o.Process = args[0]
+			id, err := lineage.ParseProcess(args[0])
+			if err != nil {
+				return err
+			}
+			o.Process, o.id = args[0], id
 			if runF != nil {
 				return runF(o)
 			}
@@ -96,7 +104,7 @@ type procStep struct {
 // whyFromProc says why the daemon gave no chain, and shows the /proc
 // parent chain of the process, marked as such.
 func whyFromProc(o *whyOptions, cause error) error {
-	chain, perr := procChain(o.Process)
+	chain, perr := procChain(o.id)
 	ans := whyProc{Reason: cause.Error(), ProcChain: chain}
 	if o.JSON {
 		if err := writeJSONTo(o.s.Out, ans); err != nil {
@@ -116,22 +124,15 @@ func whyFromProc(o *whyOptions, cause error) error {
 	return cli.ExitError{Code: exitNotTracked}
 }
 
-// procChain reads the /proc parent chain of the process named by text
-// (PID or PID@START), up to pid 1.
-func procChain(text string) ([]procStep, error) {
-	pidText, startText, hasStart := strings.Cut(text, "@")
-	pid, err := strconv.Atoi(pidText)
-	if err != nil || pid <= 0 {
-		return nil, fmt.Errorf("%w process %q: want PID or PID@START", lineage.ErrInvalid, text)
-	}
-	if hasStart {
-		start, err := strconv.ParseUint(startText, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%w process %q: bad start time", lineage.ErrInvalid, text)
-		}
+// procChain reads the /proc parent chain of the process id names, up to
+// pid 1: id itself when it has a start time, else whichever process has
+// its pid.
+func procChain(id lineage.Identity) ([]procStep, error) {
+	pid := int(id.PID)
+	if id.StartTicks != 0 {
 		st, err := proc.ReadStat("/proc", pid)
 		if err == nil {
-			err = proc.CheckStat(st, lineage.Identity{PID: uint32(pid), StartTicks: start})
+			err = proc.CheckStat(st, id)
 		}
 		if err != nil {
 			return nil, err

@@ -56,6 +56,24 @@ func ParseIdentity(s string) (Identity, error) {
 	return id, nil
 }
 
+// ParseProcess reads a process as a person names one: PID@START, as
+// [ParseIdentity] reads it, or a bare PID, returned with no start time for
+// the caller to read from /proc. Pid 0 and 1 are refused either way:
+// neither can ever be tracked.
+func ParseProcess(s string) (Identity, error) {
+	if strings.Contains(s, "@") {
+		return ParseIdentity(s)
+	}
+	pid, err := strconv.ParseUint(s, 10, 32)
+	if err != nil {
+		return Identity{}, fmt.Errorf("%w process %q: want PID or PID@START", ErrInvalid, s)
+	}
+	if pid <= 1 {
+		return Identity{}, fmt.Errorf("%w process %q: pid 0 and 1 are never tracked", ErrInvalid, s)
+	}
+	return Identity{PID: uint32(pid)}, nil
+}
+
 // Compare orders identities by start time, then pid: the order in which the
 // processes were created, as far as clock ticks can tell.
 func Compare(a, b Identity) int {

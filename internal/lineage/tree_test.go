@@ -151,6 +151,19 @@ func TestIdentityParseAndValidate(t *testing.T) {
 	}
 }
 
+func TestParseProcess(t *testing.T) {
+	for s, want := range map[string]Identity{"1234": {PID: 1234}, "1234@5678": id(1234, 5678)} {
+		if got, err := ParseProcess(s); err != nil || got != want {
+			t.Errorf("ParseProcess(%q) = %v, %v; want %v", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"", "abc", "0", "1", "-3", "+5", "99999999999", "1@5", "12@0", "12@y", "@5"} {
+		if _, err := ParseProcess(s); !errors.Is(err, ErrInvalid) {
+			t.Errorf("ParseProcess(%q): %v, want ErrInvalid", s, err)
+		}
+	}
+}
+
 func TestExitStatusText(t *testing.T) {
 	for _, c := range []struct {
 		s    ExitStatus

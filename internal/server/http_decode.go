@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
 
@@ -24,8 +23,6 @@ const maxKeeps = 256
 
 // maxTTL bounds a keep's lifetime.
 const maxTTL = 30 * 24 * time.Hour
-
-var sessionID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // decodeBody reads one JSON object of at most MaxBody bytes into v,
 // refusing unknown fields and trailing data. An empty body is an empty
@@ -48,14 +45,6 @@ func decodeBody(r io.Reader, v any) error {
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return fmt.Errorf("%w body: trailing data after the object", lineage.ErrInvalid)
-	}
-	return nil
-}
-
-// checkSessionID refuses an id the API can't carry in a path.
-func checkSessionID(id string) error {
-	if !sessionID.MatchString(id) {
-		return fmt.Errorf("%w session id %q: want 1-64 of [A-Za-z0-9._-], starting with a letter or digit", lineage.ErrInvalid, id)
 	}
 	return nil
 }
@@ -107,12 +96,12 @@ func DecodeOpenSession(r io.Reader) (api.OpenSession, error) {
 		return req, err
 	}
 	if req.ID != "" {
-		if err := checkSessionID(req.ID); err != nil {
+		if err := api.CheckSessionID(req.ID); err != nil {
 			return req, err
 		}
 	}
 	if req.Parent != "" {
-		if err := checkSessionID(req.Parent); err != nil {
+		if err := api.CheckSessionID(req.Parent); err != nil {
 			return req, err
 		}
 	}
@@ -128,7 +117,7 @@ func DecodeAddRoot(r io.Reader) (api.AddRoot, error) {
 	if req.PID <= 1 || req.PID > 1<<22 {
 		return req, fmt.Errorf("%w pid %d: want a process id above 1", lineage.ErrInvalid, req.PID)
 	}
-	if err := checkSessionID(req.Session); err != nil {
+	if err := api.CheckSessionID(req.Session); err != nil {
 		return req, err
 	}
 	return req, checkNewSession(req.Kind, req.Label, req.Owner, req.Keep)

@@ -81,7 +81,7 @@ func FuzzDecodeAddRoot(f *testing.F) {
 			}
 			return
 		}
-		if req.PID <= 1 || checkSessionID(req.Session) != nil || checkKind(req.Kind) != nil {
+		if req.PID <= 1 || api.CheckSessionID(req.Session) != nil || checkKind(req.Kind) != nil {
 			t.Fatalf("accepted %+v", req)
 		}
 	})

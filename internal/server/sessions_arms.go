@@ -92,7 +92,7 @@ func DecodeArm(r io.Reader) (api.Arm, error) {
 	if err := decodeBody(r, &req); err != nil {
 		return req, err
 	}
-	if err := checkSessionID(req.Session); err != nil {
+	if err := api.CheckSessionID(req.Session); err != nil {
 		return req, err
 	}
 	if err := checkKind(req.Kind); err != nil {

@@ -3,8 +3,6 @@ package server
 import (
 	"fmt"
 	"net/http"
-	"strconv"
-	"strings"
 
 	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/lineage"
@@ -47,19 +45,12 @@ func (s *Server) why(r *http.Request, p Peer) (int, any, error) {
 
 // whyIdentity reads PID or PID@START; a bare pid must name a live process.
 func (s *Server) whyIdentity(text string) (lineage.Identity, error) {
-	if strings.Contains(text, "@") {
-		return lineage.ParseIdentity(text)
+	id, err := lineage.ParseProcess(text)
+	if err != nil || id.StartTicks != 0 {
+		return id, err
 	}
-	pid, err := strconv.ParseUint(text, 10, 32)
-	if err != nil {
-		return lineage.Identity{}, fmt.Errorf("%w process %q: want PID or PID@START", lineage.ErrInvalid, text)
-	}
-	if pid <= 1 {
-		return lineage.Identity{}, fmt.Errorf("%w process %q: pid 0 and 1 are never tracked", lineage.ErrInvalid, text)
-	}
-	id, err := s.proc.Identity(int(pid))
-	if err != nil {
-		return lineage.Identity{}, fmt.Errorf("process %d: %w", pid, err)
+	if id, err = s.proc.Identity(int(id.PID)); err != nil {
+		return lineage.Identity{}, fmt.Errorf("process %s: %w", text, err)
 	}
 	return id, nil
 }
