@@ -136,7 +136,7 @@ func (r *Report) WarnLosses(backendName string) {
 		r.Warnings = append(r.Warnings, hookMissWarning(r.Stats))
 	}
 	if backendName == loader.BackendProc {
-		r.Limits = append(r.Limits, "proc backend: a process that lived and died between two scans is not in the record")
+		r.Limits = append(r.Limits, "proc backend: a process that lived and died between two scans is never seen, so no report or record names it")
 	}
 }
 

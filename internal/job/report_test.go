@@ -204,3 +204,12 @@ func TestReportFill(t *testing.T) {
 		t.Errorf("child outcome %+v, want argv, comm and status from the tree", childOut)
 	}
 }
+
+// The proc backend's limit is true of a run with no record too.
+func TestProcLimitNamesNoRecordItMayNotHave(t *testing.T) {
+	r := &Report{}
+	r.WarnLosses(loader.BackendProc)
+	if len(r.Limits) != 1 || strings.Contains(r.Limits[0], "in the record") || !strings.Contains(r.Limits[0], "between two scans is never seen") {
+		t.Errorf("limits %q", r.Limits)
+	}
+}
