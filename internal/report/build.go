@@ -19,20 +19,21 @@ type Report struct {
 	HasHeader bool          `json:"has_header"`
 	Summary   Summary       `json:"summary"`
 	// Problems are the record's bad lines and other limits; Dropped counts
-	// problems beyond record.MaxProblems.
-	Problems []record.Problem `json:"problems,omitempty"`
+	// problems beyond record.MaxProblems. The report's lists are [] when
+	// empty, never absent: a reader reads every one the same way.
+	Problems []record.Problem `json:"problems"`
 	Dropped  int              `json:"problems_dropped,omitempty"`
 	// First and Last are the earliest and latest times the record shows.
 	First time.Duration `json:"first_ns"`
 	Last  time.Duration `json:"last_ns"`
 	// Unknowns say what the record could not tell, in words.
-	Unknowns []string `json:"unknowns,omitempty"`
+	Unknowns []string `json:"unknowns"`
 	// Highlights are what the report leads with.
 	Highlights Highlights `json:"highlights"`
 	// Gaps are the record's losses, in the record's order; Missing the
 	// processes whose events fell in them, in tree order.
-	Gaps    []Gap     `json:"gaps,omitempty"`
-	Missing []Missing `json:"missing_events,omitempty"`
+	Gaps    []Gap     `json:"gaps"`
+	Missing []Missing `json:"missing_events"`
 
 	// tops are the processes whose lineage parent is not in the record, in
 	// start order; each process's children are in start order too.
@@ -96,7 +97,19 @@ func Build(r *record.Reader) (*Report, error) {
 	rep.markMissing()
 	rep.highlight(procs)
 	rep.explain()
+	rep.Problems, rep.Unknowns = listed(rep.Problems), listed(rep.Unknowns)
+	rep.Gaps, rep.Missing = listed(rep.Gaps), listed(rep.Missing)
+	h := &rep.Highlights
+	h.Leaks, h.Kept, h.Reaped = listed(h.Leaks), listed(h.Kept), listed(h.Reaped)
 	return rep, nil
+}
+
+// listed is s, or an empty list for nil: [] in JSON, not null.
+func listed[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 func firstProblem(ps []record.Problem) string {

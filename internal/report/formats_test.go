@@ -273,3 +273,22 @@ func TestCommIsTheExecs(t *testing.T) {
 		t.Errorf("comms %v: want sh and redis-server", comms)
 	}
 }
+
+// The JSON report's lists are there when empty, as []: never absent, never
+// null.
+func TestJSONListsAreThereWhenEmpty(t *testing.T) {
+	in := header + "\n" + line(`"kind":"fork","boot_ns":1000000,"process":{"pid":7,"start":1},"parent":{"pid":2,"start":1},"root":{"pid":7,"start":1},"is_root":true`) +
+		line(`"kind":"exit","boot_ns":2000000,"process":{"pid":7,"start":1},"parent":{"pid":2,"start":1},"root":{"pid":7,"start":1},"exit":{"code":0}`)
+	var buf bytes.Buffer
+	must(t, build(t, []byte(in)).WriteJSON(&buf))
+	var doc, highlights map[string]json.RawMessage
+	must(t, json.Unmarshal(buf.Bytes(), &doc))
+	must(t, json.Unmarshal(doc["highlights"], &highlights))
+	for key, v := range map[string]json.RawMessage{"problems": doc["problems"], "unknowns": doc["unknowns"], "gaps": doc["gaps"],
+		"missing_events": doc["missing_events"], "highlights.leaks": highlights["leaks"], "highlights.kept": highlights["kept"],
+		"highlights.reaped": highlights["reaped"], "highlights.top_by_children": highlights["top_by_children"]} {
+		if string(v) != "[]" {
+			t.Errorf("%s is %s, want []", key, v)
+		}
+	}
+}
