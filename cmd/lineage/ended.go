@@ -18,7 +18,7 @@ func printEnded(w io.Writer, e api.Ended) {
 	for _, r := range e.Roots {
 		linef(w, "  root %s %s: %s", r.Root, shown(r.Label), r.Decision)
 		for _, o := range r.Outcomes {
-			linef(w, "    %s\t%s\t%s\t%s", o.Process, o.Result, strings.Join(o.Signals, ","), lineage.CommandLine(o.Argv, ""))
+			linef(w, "    %s\t%s\t%s\t%s", o.Process, o.Result, strings.Join(o.Signals, "→"), lineage.CommandLine(o.Argv, ""))
 		}
 		for _, warn := range r.Warnings {
 			linef(w, "    warning: %s", shown(warn))

@@ -213,3 +213,27 @@ func TestProcLimitNamesNoRecordItMayNotHave(t *testing.T) {
 		t.Errorf("limits %q", r.Limits)
 	}
 }
+
+// The table lists every signal the reaper sent, in order, as lineage
+// report shows them from the record: the proc backend's stop first, and
+// the CONT that lets the stopped member act on its TERM.
+func TestTableListsTheSignalsSent(t *testing.T) {
+	root := lineage.Identity{PID: 100, StartTicks: 5}
+	r := &Report{
+		Command: []string{"sh"}, Root: root, Backend: loader.Choice{Backend: loader.BackendProc}, Decision: "reap: the root exited",
+		Reap: &reap.Report{Containment: lineage.ContainStop, Outcomes: []reap.Outcome{
+			{Member: lineage.Member{Identity: lineage.Identity{PID: 101, StartTicks: 6}, Parent: root}, Argv: []string{"sleep", "1"},
+				Signal: "TERM", Sent: []string{"STOP", "TERM", "CONT"}, Result: lineage.Terminated},
+			{Member: lineage.Member{Identity: lineage.Identity{PID: 102, StartTicks: 6}, Parent: root}, Argv: []string{"sleep", "2"},
+				Signal: "KILL", Sent: []string{"STOP", "TERM", "CONT", "KILL"}, Result: lineage.Killed},
+		}},
+	}
+	r.SetStatus(0)
+	var out bytes.Buffer
+	r.WriteText(&out, TextOptions{})
+	for _, want := range []string{"SIGNALS", "STOP→TERM→CONT       terminated", "STOP→TERM→CONT→KILL  killed"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in:\n%s", want, out.String())
+		}
+	}
+}

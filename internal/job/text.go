@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/internal/reap"
 )
 
 // TextOptions say how much [Report.WriteText] prints.
@@ -116,7 +117,7 @@ func (r *Report) writeTable(w io.Writer, verbose bool) {
 	room := func() bool {
 		if verbose || rows < maxRows {
 			if rows == 0 {
-				fmt.Fprintln(tw, "  IDENTITY\tPARENT\tAGE\tSIGNAL\tRESULT\tCOMMAND")
+				fmt.Fprintln(tw, "  IDENTITY\tPARENT\tAGE\tSIGNALS\tRESULT\tCOMMAND")
 			}
 			rows++
 			return true
@@ -137,7 +138,7 @@ func (r *Report) writeTable(w io.Writer, verbose bool) {
 			if oc.Member.Identity == r.Root {
 				name += "   [the job]"
 			}
-			fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%s\n", oc.Member.Identity, oc.Member.Parent.PID, round(oc.Age), orDash(oc.Signal), result, name)
+			fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%s\n", oc.Member.Identity, oc.Member.Parent.PID, round(oc.Age), signalsText(oc), result, name)
 		}
 	}
 	for _, l := range r.Leftovers {
@@ -200,6 +201,16 @@ func round(d time.Duration) time.Duration {
 		return d.Round(100 * time.Microsecond)
 	}
 	return d
+}
+
+// signalsText is every signal the reaper sent oc's member, in order, as
+// lineage report shows them from the record (STOP→TERM→CONT where the reap
+// stopped the lineage first); "-" for none.
+func signalsText(oc reap.Outcome) string {
+	if len(oc.Sent) == 0 {
+		return orDash(oc.Signal)
+	}
+	return strings.Join(oc.Sent, "→")
 }
 
 func orDash(s string) string {
