@@ -126,7 +126,7 @@ kmatrix:
 # detector needs cgo. qemu-user implements no bpf(2), so the BPF tests skip
 # here even where CI requires BPF (LINEAGE_REQUIRE_BPF is cleared): arm64's
 # BPF runs on arm64 kernels in make kmatrix ARCH=arm64.
-ARM64_UNIT ?= ./internal/lineage/... ./internal/policy/... ./internal/record/... ./internal/report/... ./internal/buildinfo/... ./internal/loader ./internal/job/... ./internal/tracker/... ./internal/guardian/... ./internal/userfile/... ./internal/cli/... ./api/... ./client/...
+ARM64_UNIT ?= ./lineage/... ./policy/... ./internal/record/... ./internal/report/... ./internal/buildinfo/... ./internal/loader ./internal/job/... ./internal/tracker/... ./internal/guardian/... ./internal/userfile/... ./internal/cli/... ./api/... ./client/...
 ARM64_POLL_SKIP := ^TestProc(CatchesEscapes|DoubleForkBetweenPolls|OrphansThatAreNoOnesMembers)
 test-arm64:
 	@command -v qemu-aarch64 >/dev/null || { echo "make test-arm64: no qemu-aarch64 (apt-get install qemu-user)"; exit 1; }

@@ -12,8 +12,8 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/lineage"
+	"github.com/lineage-dev/lineage/policy"
 )
 
 // DefaultSocket is where the daemon listens unless told otherwise.

@@ -3,7 +3,7 @@ package api
 import (
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // MaxHolderPipes bounds the pipes and sockets one GET

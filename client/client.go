@@ -1,6 +1,9 @@
 // Package client is the Go client of `lineage serve`: it talks to the
 // daemon over its Unix socket, with the wire types of package api. A
-// Client is safe for concurrent use by multiple goroutines.
+// process is named as package lineage names it (lineage.Identity, from
+// lineage.ParseIdentity("PID@START")), a keep rule as package policy does
+// (policy.ParseKeep). A Client is safe for concurrent use by multiple
+// goroutines.
 package client
 
 import (

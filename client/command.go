@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/api"
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // DefaultHoldDelay is how long [Command.Wait] waits, once the command has

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // The pipes between a Command and its command: stdin fed from a reader,

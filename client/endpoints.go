@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/lineage-dev/lineage/api"
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // The typed calls, one for each endpoint of docs/api.md. Each sends one

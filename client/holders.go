@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/lineage-dev/lineage/api"
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // Holders asks which live members of root's lineage hold any of pipes,

@@ -40,4 +40,4 @@ $pin "$out/lineage-bench" -lineage "$bin" -only shared | tee "$out/lineage-bench
 
 echo
 echo "== Go benchmarks: /proc scan cost, reap latency (go test -bench)"
-go test -run '^$' -bench . -benchtime 3x -timeout 30m ./internal/lineage ./internal/proc ./internal/loader ./internal/reap ./internal/record ./internal/report | tee "$out/go-bench.txt"
+go test -run '^$' -bench . -benchtime 3x -timeout 30m ./lineage ./internal/proc ./internal/loader ./internal/reap ./internal/record ./internal/report | tee "$out/go-bench.txt"

@@ -9,9 +9,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/loader/bpf"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // The conditions a spawner runs under: no tracker, and, for each variant

@@ -10,9 +10,9 @@ import (
 
 	"github.com/lineage-dev/lineage/internal/cli"
 	"github.com/lineage-dev/lineage/internal/doctor"
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/testutil"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 func TestNewCmdDoctor(t *testing.T) {

@@ -10,10 +10,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lineage-dev/lineage/internal/cli"
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/record"
 	"github.com/lineage-dev/lineage/internal/report"
 	"github.com/lineage-dev/lineage/internal/userfile"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // reportFormats are the values of `lineage report --format`.

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/cli"
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/record"
 	"github.com/lineage-dev/lineage/internal/report"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 func TestNewCmdReport(t *testing.T) {

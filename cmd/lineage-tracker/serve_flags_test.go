@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/lineage-dev/lineage/internal/cli"
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/server"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // Bad record flags are refused before anything starts.

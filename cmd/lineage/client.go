@@ -11,7 +11,7 @@ import (
 	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/cli"
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // clientOptions are the flags every client command shares.

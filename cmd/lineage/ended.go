@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/lineage-dev/lineage/api"
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // printEnded prints what a turn end, a close or a report did, child

@@ -12,7 +12,7 @@ import (
 	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/cli"
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 
 	// In a cgo build, a constructor runs the plain `lineage exec` before
 	// the Go runtime starts: see the package's doc.

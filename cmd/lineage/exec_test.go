@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/lineage-dev/lineage/internal/cli"
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // A command lineage exec can't find is said once, with one context, and

@@ -9,7 +9,7 @@ import (
 	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/cli"
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 func newCmdRootsLs(s cli.Streams) *cobra.Command {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/lineage-dev/lineage/api"
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // hostile is what a leftover can put in its argv, or a caller in a label:

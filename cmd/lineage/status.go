@@ -8,7 +8,7 @@ import (
 	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/cli"
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // newCmdStatus asks the daemon whether it answers: exit 0 when it does,

@@ -12,7 +12,7 @@ import (
 
 	"github.com/lineage-dev/lineage/internal/cli"
 	"github.com/lineage-dev/lineage/internal/job"
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // trackerCommands are the tracker's commands, as the front shows them:

@@ -14,8 +14,8 @@ import (
 	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/cli"
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/proc"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // exitNotTracked is `lineage why`'s status when the daemon could not

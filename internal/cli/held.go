@@ -6,7 +6,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 	"github.com/spf13/cobra"
 )
 

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
-	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/lineage"
+	"github.com/lineage-dev/lineage/policy"
 )
 
 func TestNewCmdRunParsesFlags(t *testing.T) {

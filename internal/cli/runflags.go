@@ -12,9 +12,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lineage-dev/lineage/internal/job"
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/proc"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // defaultReapTimeout bounds a reap unless --reap-timeout says otherwise.

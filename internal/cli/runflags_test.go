@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/job"
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 func parseRun(t *testing.T, args ...string) (*runOptions, error) {

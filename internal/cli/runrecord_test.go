@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/lineage-dev/lineage/internal/job"
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // --record and --report naming one file are refused before anything runs:

@@ -12,9 +12,9 @@ import (
 
 	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/job"
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/proc"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // daemonWideFlags are run's flags that only a tracker of lineage's own

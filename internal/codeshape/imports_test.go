@@ -16,16 +16,18 @@ const module = "github.com/lineage-dev/lineage/"
 // may import only packages of a lower rank, so imports flow one way.
 // lineage, the domain, is at the bottom; the CLI (cmd/...) is above all.
 var layers = map[string]int{
-	// The domain, and what imports nothing of the project: the build's
-	// identity, and lineage exec's fast path (C before the Go runtime).
-	"internal/lineage":   0,
+	// The domain (public: the API's and the client's vocabulary), and what
+	// imports nothing of the project: the build's identity, and lineage
+	// exec's fast path (C before the Go runtime).
+	"lineage":            0,
 	"internal/fastexec":  0,
 	"internal/buildinfo": 0,
-	// Reading /proc; what a backend is; the pure decisions; the one
-	// owner of the subreaper bit and wait4; files made for the invoker.
+	// Reading /proc; what a backend is; the pure decisions (public: keep
+	// rules are the API's); the one owner of the subreaper bit and wait4;
+	// files made for the invoker.
 	"internal/proc":                1,
 	"internal/loader":              1,
-	"internal/policy":              1,
+	"policy":                       1,
 	"internal/supervise":           1,
 	"internal/userfile":            1,
 	"internal/buildinfo/gendigest": 1,
@@ -56,7 +58,7 @@ var layers = map[string]int{
 
 // pure packages import nothing with side effects: the standard library's
 // pure parts and lower pure packages only.
-var pure = map[string]bool{"internal/lineage": true, "internal/policy": true}
+var pure = map[string]bool{"lineage": true, "policy": true}
 
 var impure = []string{"os", "os/exec", "os/signal", "net", "net/http", "io/fs", "golang.org/x/sys/unix", "github.com/cilium/ebpf", "github.com/prometheus/procfs"}
 
@@ -91,12 +93,29 @@ func TestImportsFlowOneWay(t *testing.T) {
 	}
 }
 
+// public are the packages a Go program outside this module imports: the
+// client, the API's wire types, and the vocabulary both speak. Each type
+// their exported names use must be one such a program can name, so they
+// import nothing under internal/.
+var public = []string{"lineage", "policy", "api", "client"}
+
+func TestPublicPackagesImportNothingInternal(t *testing.T) {
+	root := filepath.Join("..", "..")
+	for _, pkg := range public {
+		for imp := range imports(t, filepath.Join(root, pkg)) {
+			if dep, ok := strings.CutPrefix(imp, module); ok && strings.HasPrefix(dep, "internal/") {
+				t.Errorf("%s is public but imports %s, whose names a program outside the module can't write", pkg, dep)
+			}
+		}
+	}
+}
+
 // packages lists the directories under root that hold non-test Go files,
 // relative to root.
 func packages(t *testing.T, root string) map[string]bool {
 	t.Helper()
 	out := make(map[string]bool)
-	for _, top := range []string{"api", "client", "internal", "cmd"} {
+	for _, top := range []string{"lineage", "policy", "api", "client", "internal", "cmd"} {
 		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d os.DirEntry, err error) error {
 			if err != nil {
 				return err

@@ -3,8 +3,8 @@ package doctor
 import (
 	"strings"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // The checks in this file say what the tracker that loaded (loader.Loaded)

@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 const allCaps = 1<<41 - 1

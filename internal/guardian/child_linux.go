@@ -10,8 +10,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader/bpf"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // ControlFD is the descriptor the guardian reads lineage's messages from;

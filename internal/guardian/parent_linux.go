@@ -9,8 +9,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/lineage"
+	"github.com/lineage-dev/lineage/policy"
 )
 
 // Config is what [Start] needs.

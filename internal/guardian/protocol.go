@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/lineage"
+	"github.com/lineage-dev/lineage/policy"
 )
 
 // The protocol is JSON, one message a line, from lineage to the guardian:

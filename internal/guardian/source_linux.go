@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader/bpf"
 	"github.com/lineage-dev/lineage/internal/proc"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // source is the lineage as the guardian knows it: the kernel's map (bpf)

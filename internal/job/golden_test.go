@@ -3,9 +3,9 @@ package job
 import (
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/reap"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // goldenReports are the reports whose text and JSON testdata/report holds.

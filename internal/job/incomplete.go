@@ -3,7 +3,7 @@ package job
 import (
 	"fmt"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // Incompleteness lists, for people, why the report can't vouch that the whole

@@ -5,9 +5,9 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/reap"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 func TestReportIncompleteAndStrictExit(t *testing.T) {

@@ -7,10 +7,10 @@ import (
 	"os"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/proc"
 	"github.com/lineage-dev/lineage/internal/supervise"
+	"github.com/lineage-dev/lineage/lineage"
+	"github.com/lineage-dev/lineage/policy"
 )
 
 // Remote is the host's one tracker, in `lineage serve`, as a `lineage run`

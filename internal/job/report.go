@@ -6,11 +6,11 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/buildinfo"
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
-	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/proc"
 	"github.com/lineage-dev/lineage/internal/reap"
+	"github.com/lineage-dev/lineage/lineage"
+	"github.com/lineage-dev/lineage/policy"
 )
 
 // ReportVersion is the version of the JSON report's schema.

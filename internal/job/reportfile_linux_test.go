@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 func TestReportFileIsPinnedAndReplacedAtomically(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // TestRootFill checks what the wait's end puts in the report.

@@ -5,7 +5,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/policy"
 )
 
 // Spec is a command to start as the root of a job.

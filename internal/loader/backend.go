@@ -5,7 +5,7 @@ import (
 	"errors"
 	"os/exec"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // ErrUnavailable is wrapped by errors that say a backend can't run on this

@@ -3,7 +3,7 @@ package loader
 import (
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // Gap is a run of events a backend could not deliver because its ring

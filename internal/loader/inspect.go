@@ -3,7 +3,7 @@ package loader
 import (
 	"syscall"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // Inspector is a [Backend] that reads, in one call, what /proc/PID/stat

@@ -1,6 +1,6 @@
 package loader
 
-import "github.com/lineage-dev/lineage/internal/lineage"
+import "github.com/lineage-dev/lineage/lineage"
 
 // KernelKeeper is a [Sparer] whose kernel side applies keep rules itself,
 // in the hook run where they apply, so that nothing the rules keep is

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // The backends a user can choose with --backend.

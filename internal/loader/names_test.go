@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // TestOptionsRefuseBadInput checks that every option's parser reads what

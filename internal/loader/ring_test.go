@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 func TestParseRingBytes(t *testing.T) {

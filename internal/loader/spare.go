@@ -3,7 +3,7 @@ package loader
 import (
 	"fmt"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // Sparer is a backend that kills in the kernel (bpf): when lineage's own

@@ -1,6 +1,6 @@
 package loader
 
-import "github.com/lineage-dev/lineage/internal/lineage"
+import "github.com/lineage-dev/lineage/lineage"
 
 // KernelUnkeeper is a [KernelKeeper] whose rules can be taken back while
 // the root is tracked (a daemon's session drops a keep): UnkeepExe ends

@@ -2,7 +2,7 @@
 
 package proc
 
-import "github.com/lineage-dev/lineage/internal/lineage"
+import "github.com/lineage-dev/lineage/lineage"
 
 // eachStat hands the stat of every live process to fn.
 func (p FS) eachStat(fn func(lineage.Stat)) error {

@@ -5,7 +5,7 @@ package proc
 import (
 	"errors"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // ExeFile resolves path as an exe keep rule names a program; only Linux

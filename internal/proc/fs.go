@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // FS reads processes from a /proc tree. The zero value is unusable; use

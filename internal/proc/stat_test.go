@@ -10,8 +10,8 @@ import (
 
 	"github.com/prometheus/procfs"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/proc"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // Self names this process as prometheus/procfs reads it.

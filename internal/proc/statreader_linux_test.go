@@ -14,7 +14,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // fakeStat returns a /proc/PID/stat record with the fields lineage reads set

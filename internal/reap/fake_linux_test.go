@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // fakeProc is a /proc tree written by the test. It holds copies of the test

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/proc"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // guard is the protected set of one reap: the processes it never signals.

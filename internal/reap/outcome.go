@@ -3,7 +3,7 @@ package reap
 import (
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // DefaultGrace is how long members have to act on SIGTERM unless told

@@ -7,8 +7,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/proc"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // DefaultPoll is how often the Source is listed again while the reaper waits,

@@ -6,8 +6,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/proc"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // reaper is the state of one Reap call. It is used from one goroutine.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // A member in uninterruptible sleep survives SIGKILL for as long as it

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // appendEvent appends ev as json.Marshal would write it, without

@@ -3,7 +3,7 @@ package record
 import (
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // decodeFast decodes an event line the way lineage writes it, several times

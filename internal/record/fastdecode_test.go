@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/reap"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // writtenLines are event lines as the Writer writes them, of every kind.

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // MaxLine is the longest line a Reader accepts; a longer one is skipped as

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"testing/iotest"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 const goodHeader = `{"schema":"lineage-record","version":1,"lineage":"t","host":"h","kernel":"k","started":"2026-03-01T12:00:00Z","boot_ns":0}`

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/buildinfo"
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // SchemaName names the schema in every record's header.

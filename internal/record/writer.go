@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/proc"
 	"github.com/lineage-dev/lineage/internal/reap"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // Mask replaces each part of an argv word that matches the redaction pattern.

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/buildinfo"
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/reap"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // fixedClocks are a boot clock at 100 s and a wall clock at a fixed instant.

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/record"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // Report is a record reconstructed: its processes as a forest by lineage

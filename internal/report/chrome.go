@@ -7,7 +7,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // traceEvent is one event of the Trace Event Format (the JSON that

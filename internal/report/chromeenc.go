@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/record"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // The trace's events are encoded by hand, byte for byte as encoding/json's

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // RequireChromiumEnv turns the Chromium tests' skip into a failure: CI sets

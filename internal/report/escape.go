@@ -3,7 +3,7 @@ package report
 import (
 	"unicode/utf8"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // maxLabel is how many runes of a command line the text tree shows.

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/reap"
 	"github.com/lineage-dev/lineage/internal/record"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // hostile is an argv word that tries every trick: closing the page's

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // HighlightLimit is how many processes each list of a report's

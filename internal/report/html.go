@@ -9,8 +9,8 @@ import (
 	"io"
 	"strings"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/record"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // The HTML report's limits.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // JSONVersion is the version of the JSON report's layout.

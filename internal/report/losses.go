@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/record"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // Gap is one loss event of the record: Count events of the kind Reason

@@ -4,8 +4,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/record"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // Process is everything the record says about one process.

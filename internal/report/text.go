@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // TextOptions tune [Report.WriteText].

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // summaryLabel is how many runes of a command line the summary shows.

@@ -7,8 +7,8 @@ import (
 
 	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/job"
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/record"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // item writes one or more events of the record schema.

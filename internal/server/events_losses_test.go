@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/record"
 	"github.com/lineage-dev/lineage/internal/tracker"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // The tracker's gaps reach every stream, filtered by session or not, as

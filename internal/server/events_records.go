@@ -12,11 +12,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/record"
 	"github.com/lineage-dev/lineage/internal/server/store"
 	"github.com/lineage-dev/lineage/internal/tracker"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // DefaultRecordKeep is how many record files a record directory keeps

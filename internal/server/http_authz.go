@@ -5,7 +5,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // trackedSession returns the session of the lineage the caller itself

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/api"
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // DefaultBodyTimeout is how long a client has, once its headers are in, to

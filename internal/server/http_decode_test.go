@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/lineage-dev/lineage/api"
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // badInput reports whether err is what bad input must give: invalid, or

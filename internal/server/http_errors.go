@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/lineage-dev/lineage/api"
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // apiError is an error with the HTTP status and code it is answered with.

@@ -1,8 +1,8 @@
 package server
 
 import (
-	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/lineage"
+	"github.com/lineage-dev/lineage/policy"
 )
 
 // closable returns session id for a caller that may close it, with the

@@ -15,7 +15,7 @@ import (
 
 	"github.com/lineage-dev/lineage/internal/buildinfo"
 	"github.com/lineage-dev/lineage/internal/job"
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // metrics are the daemon's Prometheus series, in a registry of their own

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/lineage"
+	"github.com/lineage-dev/lineage/policy"
 )
 
 // addKeep spares a process (or a root's lineage) from the reaps of the

@@ -1,7 +1,7 @@
 package server
 
 import (
-	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/policy"
 )
 
 // A session's keep rules decide at each of its settles, in user space. The

@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/policy"
 )
 
 func contextBackground() context.Context { return context.Background() }

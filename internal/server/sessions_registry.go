@@ -3,7 +3,7 @@ package server
 import (
 	"sync"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // registry is the sessions' part of the server: every open session by id,

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/api"
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/tracker"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // identityOf returns the identity of the live process pid, checked against

@@ -8,9 +8,9 @@ import (
 
 	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/job"
-	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/tracker"
+	"github.com/lineage-dev/lineage/lineage"
+	"github.com/lineage-dev/lineage/policy"
 )
 
 // DecodeEndRoot reads and checks the body of POST /v1/roots/{id}/end.

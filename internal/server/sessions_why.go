@@ -5,8 +5,8 @@ import (
 	"net/http"
 
 	"github.com/lineage-dev/lineage/api"
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/tracker"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // why answers GET /v1/why/{process}, where process is PID (a live process)

@@ -17,11 +17,11 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/api"
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/server/store"
 	"github.com/lineage-dev/lineage/internal/testutil"
 	"github.com/lineage-dev/lineage/internal/tracker"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // liveServer is a Server with a state directory, served on a socket in a

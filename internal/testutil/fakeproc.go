@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // FakePID is the first of the fake pids. They start above PID_MAX_LIMIT

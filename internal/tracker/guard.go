@@ -3,9 +3,9 @@ package tracker
 import (
 	"github.com/lineage-dev/lineage/internal/guardian"
 	"github.com/lineage-dev/lineage/internal/job"
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/loader/bpf"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // wanted reports whether a job with spec s needs a guardian on backend b:

@@ -8,9 +8,9 @@ import (
 
 	"github.com/lineage-dev/lineage/internal/buildinfo"
 	"github.com/lineage-dev/lineage/internal/job"
-	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/reap"
+	"github.com/lineage-dev/lineage/lineage"
+	"github.com/lineage-dev/lineage/policy"
 )
 
 // Job is one root on a tracker and the lineage it starts. Take it through

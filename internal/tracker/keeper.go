@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/proc"
+	"github.com/lineage-dev/lineage/lineage"
+	"github.com/lineage-dev/lineage/policy"
 )
 
 // keepTally is the reaper's Keep for a job's keep rules, remembering which

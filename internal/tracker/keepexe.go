@@ -6,9 +6,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
-	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/lineage"
+	"github.com/lineage-dev/lineage/policy"
 )
 
 // exeKeeps is what the kernel knows of a job's exe rules: for each rule's

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
-	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/lineage"
+	"github.com/lineage-dev/lineage/policy"
 )
 
 // TestExeKeepsLearnAReplacedFileOnce: a rule's path resolved again names a

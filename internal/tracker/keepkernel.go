@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/lineage-dev/lineage/internal/loader"
-	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/policy"
 )
 
 // A registered job's keep rules are its session's, given at each settle

@@ -6,10 +6,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/proc"
 	"github.com/lineage-dev/lineage/internal/reap"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // kernelSignaler is the reaper's Signaler over the bpf backend's batch

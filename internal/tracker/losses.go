@@ -1,9 +1,9 @@
 package tracker
 
 import (
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/record"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // Losses are what a record lacks over the time it covers: the backend's

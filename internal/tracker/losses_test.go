@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/record"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 func writtenLosses(t *testing.T, l Losses) []record.Event {

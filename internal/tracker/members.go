@@ -1,6 +1,6 @@
 package tracker
 
-import "github.com/lineage-dev/lineage/internal/lineage"
+import "github.com/lineage-dev/lineage/lineage"
 
 // rootsLister is a backend that lists many roots' members in one pass.
 type rootsLister interface {

@@ -1,9 +1,9 @@
 package tracker
 
 import (
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/loader/bpf"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // pinnedBackend is the bpf backend when it may be pinned.

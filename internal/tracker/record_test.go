@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/lineage-dev/lineage/internal/job"
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/record"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // TestRecorderKeepsOnlyItsRoot: events that come before Spawn returns the

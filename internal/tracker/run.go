@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/lineage-dev/lineage/internal/job"
-	"github.com/lineage-dev/lineage/internal/policy"
+	"github.com/lineage-dev/lineage/policy"
 )
 
 // Config is a job as `lineage run` runs it with a tracker of its own:

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/lineage-dev/lineage/internal/job"
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // TestRunStartErrors checks the exit statuses of a command that can't be

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/job"
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // Spawn starts s as a new root, in a process group of its own (the

@@ -9,13 +9,13 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/guardian"
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/loader/bpf"
 	"github.com/lineage-dev/lineage/internal/loader/poll"
-	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/proc"
 	"github.com/lineage-dev/lineage/internal/supervise"
+	"github.com/lineage-dev/lineage/lineage"
+	"github.com/lineage-dev/lineage/policy"
 )
 
 // TrackerOptions choose and tune a tracker's backend, and say where its

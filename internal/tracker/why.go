@@ -3,7 +3,7 @@ package tracker
 import (
 	"fmt"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // Step is one process of a chain of lineage parents, as [Job.Why] gives it.

@@ -22,8 +22,8 @@ import (
 
 	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/client"
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/testutil"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // goPathFront builds the front without cgo: no fast path.

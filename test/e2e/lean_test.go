@@ -19,9 +19,9 @@ import (
 
 	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/cli"
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/testutil"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // binResult is how a run of a built binary ended.

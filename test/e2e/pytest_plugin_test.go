@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/client"
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/testutil"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // sampleSuite is the pytest plugin's sample suite.

@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/client"
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/testutil"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 func TestRunLeftoverInLineagesGroupIsReaped(t *testing.T) {

@@ -17,10 +17,10 @@ import (
 
 	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/job"
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/loader/bpf"
 	"github.com/lineage-dev/lineage/internal/testutil"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // backends are the backends every escape test runs against. The bpf one is

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/lineage-dev/lineage/api"
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/testutil"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // A session's roots are reaped together at its close, and each member is

@@ -10,9 +10,9 @@ import (
 
 	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/client"
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/record"
 	"github.com/lineage-dev/lineage/internal/testutil"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // curl sends one request with curl and decodes the answer into out; it

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/api"
-	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/testutil"
+	"github.com/lineage-dev/lineage/policy"
 )
 
 // A keep can be removed, by its session's owner only; the removal is in

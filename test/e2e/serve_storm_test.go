@@ -13,8 +13,8 @@ import (
 
 	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/client"
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/testutil"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // fdsAndThreads counts a process's open descriptors and threads.

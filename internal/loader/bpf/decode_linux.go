@@ -6,7 +6,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // eventSize is the size of struct event: a whole fork or exit record, and

@@ -6,8 +6,8 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // Stats implements Backend.

@@ -5,9 +5,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/proc"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // lostLog is LINEAGE_LOST_LOG: how many of its latest drops each CPU logs.

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/testutil"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // openBPF loads the tracker for one test; it skips only when BPF can't load

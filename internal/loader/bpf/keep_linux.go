@@ -7,8 +7,8 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 var _ loader.KernelKeeper = (*Tracker)(nil)

@@ -9,9 +9,9 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/proc"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // ReapLease bounds how long kill-at-birth outlives the process holding the

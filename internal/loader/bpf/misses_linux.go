@@ -5,8 +5,8 @@ import (
 
 	"github.com/cilium/ebpf"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/proc"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // The kernel may skip a run of a tracing program: it counts the run in the

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // TestBPFOptionsAreCheckedFirst: every bad option is refused with

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/testutil"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // PID reuse can't fool the BPF backend's user-space side either: what

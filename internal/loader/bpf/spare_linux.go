@@ -1,6 +1,6 @@
 package bpf
 
-import "github.com/lineage-dev/lineage/internal/lineage"
+import "github.com/lineage-dev/lineage/lineage"
 
 // Spare marks id as spared, as [(*Tracker).Spare]: the guardian marks what the
 // keep rules and the protected set spare before it contains.

@@ -14,10 +14,10 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
-	"github.com/lineage-dev/lineage/internal/policy"
 	"github.com/lineage-dev/lineage/internal/proc"
+	"github.com/lineage-dev/lineage/lineage"
+	"github.com/lineage-dev/lineage/policy"
 )
 
 // Options size and tune the BPF backend. The zero value gives the

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/testutil"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 func TestSpawnedRootStartTicksMatchProc(t *testing.T) {

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/testutil"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 func TestUnkeepEndsTheKernelsRules(t *testing.T) { eachVariant(t, testUnkeepEndsTheKernelsRules) }

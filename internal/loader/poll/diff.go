@@ -5,8 +5,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // procTracker is the proc backend's core: the membership that successive

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // diffSelf is the supervisor the tracker runs in: orphans reparent to it.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // Defaults of the proc backend's adaptive poll interval.

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // eventQueue holds the proc backend's events until Run delivers them. It is

@@ -1,7 +1,7 @@
 package poll
 
 import (
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // What a scan keeps open, and how it checks the parent of a new child.

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
 	"github.com/lineage-dev/lineage/internal/testutil"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 func TestCommandLine(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // TestDecide is the decision table. Each row reads: runtime, event, kill

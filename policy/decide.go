@@ -3,7 +3,7 @@ package policy
 import (
 	"fmt"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // Kind is the runtime that registered a lineage's root. The zero Kind means

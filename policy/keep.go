@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lineage-dev/lineage/internal/lineage"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 type keepBy uint8
