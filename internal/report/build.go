@@ -162,7 +162,14 @@ func (rep *Report) link(procs map[lineage.Identity]*Process) {
 			s.Unended++
 		}
 		p.settle()
-		if parent, ok := procs[p.Parent]; ok && parent != p {
+		parent, ok := procs[p.Parent]
+		if root, known := procs[p.Root]; (!ok || parent == p) && !p.IsRoot && known && root != p {
+			// A member whose parent the record lacks is still its
+			// root's: drawn under it, not as a root of its own.
+			parent, ok, p.UnderRoot = root, true, true
+		}
+		if ok && parent != p {
+			p.up = parent
 			parent.children = append(parent.children, p)
 		} else {
 			rep.tops = append(rep.tops, p)
@@ -203,8 +210,9 @@ func (rep *Report) cutCycles(procs map[lineage.Identity]*Process) {
 		if seen[p] {
 			continue
 		}
-		parent := procs[p.Parent]
+		parent := p.up
 		parent.children = slices.DeleteFunc(parent.children, func(c *Process) bool { return c == p })
+		p.up = nil
 		sub := &Report{tops: []*Process{p}}
 		sub.Walk(func(q *Process) bool { seen[q] = true; return true })
 		rep.tops = append(rep.tops, p)

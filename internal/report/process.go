@@ -37,8 +37,12 @@ type Process struct {
 	Signals []string `json:"signals,omitempty"`
 	Result  string   `json:"result,omitempty"`
 	// Leaked is set when the process was alive as its root ended.
-	Leaked    bool           `json:"leaked,omitempty"`
-	IsRoot    bool           `json:"is_root,omitempty"`
+	Leaked bool `json:"leaked,omitempty"`
+	IsRoot bool `json:"is_root,omitempty"`
+	// UnderRoot is set when the record does not have the process's parent
+	// (the proc backend never saw the fork of a double-forked daemon, or
+	// the parent's events were lost): the tree places it under its root.
+	UnderRoot bool           `json:"under_root,omitempty"`
 	Untracked bool           `json:"untracked,omitempty"`
 	Contained bool           `json:"contained,omitempty"`
 	Reason    string         `json:"reason,omitempty"`
@@ -52,6 +56,7 @@ type Process struct {
 
 	kept     bool
 	children []*Process
+	up       *Process // where the tree places it: its parent, or its root (UnderRoot)
 	// lastSeen is the time of the last event about the process.
 	lastSeen time.Duration
 	// descendants and leaksBelow count the processes and the leaks of the

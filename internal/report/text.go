@@ -179,7 +179,18 @@ func (t *textWriter) line(p *Process) {
 	if missing := notRecorded(p); missing != "" {
 		fmt.Fprintf(t.w, "  %s", t.style(styleReap, "["+missing+"]"))
 	}
+	if p.UnderRoot {
+		fmt.Fprintf(t.w, "  %s", t.style(styleDim, parentUnknown(p)))
+	}
 	t.w.WriteByte('\n')
+}
+
+// parentUnknown says why p, placed under its root, is not under its parent.
+func parentUnknown(p *Process) string {
+	if p.Parent.IsZero() {
+		return "[parent unknown]"
+	}
+	return fmt.Sprintf("[parent %s not in the record]", p.Parent)
 }
 
 // end says how p ended, and the style to say it in.

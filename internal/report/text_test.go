@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/lineage-dev/lineage/internal/record"
 	"github.com/lineage-dev/lineage/lineage"
 )
 
@@ -89,5 +91,49 @@ func TestTreeShape(t *testing.T) {
 	}
 	if d := got[1020]; !d.Leaked || strings.Join(d.Signals, ",") != "TERM,KILL" || d.Exit.String() != "signal KILL" {
 		t.Errorf("daemon %+v", d)
+	}
+}
+
+// A member whose parent the record lacks (the proc backend never saw the
+// fork of a double-forked daemon: parent 0) is drawn under its root, and
+// the line says why, rather than as a root of its own.
+func TestMemberWithoutItsParentIsDrawnUnderItsRoot(t *testing.T) {
+	var buf bytes.Buffer
+	now := 100 * time.Second
+	opts := &record.Options{Boot: func() time.Duration { return now }, Wall: func() time.Time { return time.Unix(1_770_000_000, 0).Add(now) }}
+	w, err := record.NewWriter(&buf, record.Header{Lineage: "test", Host: "h", Kernel: "6.18.0"}, opts)
+	must(t, err)
+	root, daemon, orphan := id(1000, 10000), id(1002, 10010), id(1003, 10011)
+	lost := id(1001, 10005) // a parent the record never names
+	for _, ev := range []lineage.Event{
+		{Kind: lineage.EventFork, Time: now, Process: root, Parent: id(50, 100), Root: root, IsRoot: true},
+		{Kind: lineage.EventExec, Time: now, Process: root, Parent: id(50, 100), Root: root, Argv: []string{"sh", "-c", "x"}, Filename: "/bin/sh"},
+		{Kind: lineage.EventExec, Time: now + time.Millisecond, Process: daemon, Root: root, Argv: []string{"sleep", "600"}, Filename: "/bin/sleep"},
+		{Kind: lineage.EventExec, Time: now + time.Millisecond, Process: orphan, Parent: lost, Root: root, Argv: []string{"sleep", "601"}, Filename: "/bin/sleep"},
+		{Kind: lineage.EventExit, Time: now + 2*time.Millisecond, Process: root, Parent: id(50, 100), Root: root},
+	} {
+		must(t, w.Event(ev))
+	}
+	now += 3 * time.Millisecond
+	must(t, w.Close())
+	rep := build(t, buf.Bytes())
+	if len(rep.tops) != 1 || rep.tops[0].ID != root {
+		t.Fatalf("tops %v, want the root alone", rep.tops)
+	}
+	under := map[lineage.Identity]*Process{}
+	for _, c := range rep.tops[0].Children() {
+		under[c.ID] = c
+	}
+	for _, p := range []lineage.Identity{daemon, orphan} {
+		if c := under[p]; c == nil || !c.UnderRoot {
+			t.Errorf("%v is not drawn under its root: %+v", p, c)
+		}
+	}
+	var text bytes.Buffer
+	must(t, rep.WriteText(&text, TextOptions{}))
+	for _, want := range []string{"[parent unknown]", "[parent 1001@10005 not in the record]"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("the tree lacks %q:\n%s", want, text.String())
+		}
 	}
 }
