@@ -2,6 +2,7 @@ package lineage
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -15,6 +16,26 @@ const MaxArgvBytes = 4096
 // ArgvCut is the last element of a command line that was cut at
 // [MaxArgvBytes].
 const ArgvCut = "…[cut]"
+
+// ArgvMask replaces each part of an argv word that a redaction pattern
+// matches.
+const ArgvMask = "***"
+
+// RedactArgv returns argv with every match of re in each word replaced by
+// [ArgvMask], and whether anything was; argv itself is never changed. A
+// nil re masks nothing.
+func RedactArgv(re *regexp.Regexp, argv []string) ([]string, bool) {
+	if re == nil || len(argv) == 0 {
+		return argv, false
+	}
+	out := make([]string, len(argv))
+	masked := false
+	for i, a := range argv {
+		out[i] = re.ReplaceAllLiteralString(a, ArgvMask)
+		masked = masked || out[i] != a
+	}
+	return out, masked
+}
 
 // CapArgv returns argv within [MaxArgvBytes], cut and marked with
 // [ArgvCut] when it was longer; argv itself when it fits.

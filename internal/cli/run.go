@@ -357,6 +357,7 @@ const (
 // writeReport writes the JSON report if asked, then prints the report for
 // people.
 func (o *runOptions) writeReport(rep *job.Report, file *job.ReportFile) error {
+	rep.Redact(o.record.redact)
 	if file != nil {
 		if err := file.Write(rep); err != nil {
 			return fmt.Errorf("write report: %w", err)

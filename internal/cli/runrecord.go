@@ -19,16 +19,13 @@ type recordFlags struct {
 
 func (r *recordFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&r.File, "record", "", "write a forensic record of the job (JSON Lines, see docs/record.md; render it with 'lineage report') to `FILE`, mode 0600")
-	f.StringVar(&r.Redact, "redact", "", "with --record: mask every match of `REGEX` in argv words with *** before it is written")
+	f.StringVar(&r.Redact, "redact", "", "mask every match of `REGEX` in argv words with ***: in the --record, the report on stderr and the --report")
 }
 
 // parse checks the flags before anything is started.
 func (r *recordFlags) parse() error {
 	if r.Redact == "" {
 		return nil
-	}
-	if r.File == "" {
-		return fmt.Errorf("%w flag: --redact needs --record", lineage.ErrInvalid)
 	}
 	re, err := regexp.Compile(r.Redact)
 	if err != nil {

@@ -2,6 +2,7 @@ package job
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -213,6 +214,26 @@ func (r *Report) Vanished() int {
 func (r *Report) Decided(d policy.Decision, reaping policy.Reaping) {
 	r.Decision = d.String()
 	r.Reaping = reaping.String()
+}
+
+// Redact masks every match of re in the command lines the report holds:
+// the job's, and each member's, leftover or reaped. A nil re masks nothing.
+func (r *Report) Redact(re *regexp.Regexp) {
+	if re == nil {
+		return
+	}
+	mask := func(argv *[]string) { *argv, _ = lineage.RedactArgv(re, *argv) }
+	mask(&r.Command)
+	for i := range r.Leftovers {
+		mask(&r.Leftovers[i].Argv)
+		mask(&r.Leftovers[i].Member.Argv)
+	}
+	if r.Reap != nil {
+		for i := range r.Reap.Outcomes {
+			mask(&r.Reap.Outcomes[i].Argv)
+			mask(&r.Reap.Outcomes[i].Member.Argv)
+		}
+	}
 }
 
 // AddLeftovers records members that were only reported, with what the tree

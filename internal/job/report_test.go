@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -236,4 +238,35 @@ func TestTableListsTheSignalsSent(t *testing.T) {
 			t.Errorf("no %q in:\n%s", want, out.String())
 		}
 	}
+}
+
+// Redact masks the secret in every command line the report holds, and
+// nothing else.
+func TestReportRedactMasksEveryCommandLine(t *testing.T) {
+	id := lineage.Identity{PID: 10, StartTicks: 5}
+	secret := []string{"deploy", "--token=abc123", "x"}
+	rep := &Report{
+		Command:   slices.Clone(secret),
+		Leftovers: []Leftover{{Member: lineage.Member{Identity: id, Argv: slices.Clone(secret)}, Argv: slices.Clone(secret)}},
+		Reap:      &reap.Report{Outcomes: []reap.Outcome{{Member: lineage.Member{Identity: id, Argv: slices.Clone(secret)}, Argv: slices.Clone(secret)}}},
+	}
+	rep.Redact(regexp.MustCompile(`token=\S+`))
+	want := []string{"deploy", "--***", "x"}
+	for what, got := range map[string][]string{
+		"command":         rep.Command,
+		"leftover":        rep.Leftovers[0].Argv,
+		"leftover member": rep.Leftovers[0].Member.Argv,
+		"reaped":          rep.Reap.Outcomes[0].Argv,
+		"reaped member":   rep.Reap.Outcomes[0].Member.Argv,
+	} {
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %q, want %q", what, got, want)
+		}
+	}
+	var buf bytes.Buffer
+	rep.WriteText(&buf, TextOptions{Verbose: true})
+	if strings.Contains(buf.String(), "abc123") {
+		t.Errorf("the text report shows the secret:\n%s", buf.String())
+	}
+	rep.Redact(nil) // masks nothing, and doesn't fail
 }

@@ -1,18 +1,10 @@
 package record
 
-// redactArgv returns argv with every match of the redaction pattern masked,
-// and whether anything was. argv itself is never changed.
+import "github.com/lineage-dev/lineage/lineage"
+
+// redactArgv is lineage.RedactArgv with the writer's pattern.
 func (w *Writer) redactArgv(argv []string) ([]string, bool) {
-	if w.opts.Redact == nil {
-		return argv, false
-	}
-	out := make([]string, len(argv))
-	masked := false
-	for i, a := range argv {
-		out[i] = w.opts.Redact.ReplaceAllLiteralString(a, Mask)
-		masked = masked || out[i] != a
-	}
-	return out, masked
+	return lineage.RedactArgv(w.opts.Redact, argv)
 }
 
 func (w *Writer) redact(argv []string) []string {

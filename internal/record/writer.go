@@ -15,9 +15,6 @@ import (
 	"github.com/lineage-dev/lineage/lineage"
 )
 
-// Mask replaces each part of an argv word that matches the redaction pattern.
-const Mask = "***"
-
 // Options tune a [Writer]. The zero value redacts nothing and reads the
 // system's clocks.
 type Options struct {

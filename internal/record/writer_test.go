@@ -124,7 +124,7 @@ func TestWriterRedacts(t *testing.T) {
 		t.Error("the caller's argv was changed")
 	}
 	_, evs := readAll(t, buf.Bytes())
-	if got := evs[0].Argv[2]; got != Mask || !evs[0].Redacted {
+	if got := evs[0].Argv[2]; got != lineage.ArgvMask || !evs[0].Redacted {
 		t.Errorf("argv[2] %q redacted %v", got, evs[0].Redacted)
 	}
 }
