@@ -123,7 +123,7 @@ func TestServeAuthorisesByPeerUID(t *testing.T) {
 	d.do("POST", "/v1/roots", api.AddRoot{PID: atoi(t, rootsPID), Session: "roots"}, nil)
 	before := snapshot(t, d)
 
-	n.refused("400 invalid", "roots", "add", "1", "--session", "mine")
+	n.refused("invalid pid 1", "roots", "add", "1", "--session", "mine") // refused before the daemon is asked
 	n.refused("403 forbidden", "roots", "add", rootsPID, "--session", "mine")
 	// Root's session, root and process are, to uid 65534, as ones that
 	// don't exist.

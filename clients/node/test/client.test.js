@@ -151,7 +151,8 @@ test('bad input is refused and runs nothing', { skip }, async () => {
   // call's is, and runs nothing.
   const err = await client.run('touch', [marker], { session: 'has space' }).then(() => null, (e) => e);
   assert.ok(err instanceof LineageError && err.code === 'invalid' && err.status === 400, `a bad session: ${err}`);
-  assert.match(err.stderr, /^lineage: exec: register: /);
+  // lineage exec checks the id itself before it asks the daemon.
+  assert.match(err.stderr, /^lineage: exec: invalid session id "has space"/);
   const down = new Client({ socket: '/nonexistent/lineage.sock' });
   const none = await down.run('touch', [marker], { session: sessionName('down') }).then(() => null, (e) => e);
   assert.ok(none instanceof LineageError && none.code === 'unavailable', `no daemon: ${none}`);
