@@ -13,10 +13,10 @@ import (
 )
 
 func main() {
-	stop := cli.StartProfiles()
+	cli.StartProfiles()
 	s := cli.StdStreams()
 	code := cli.Execute(newRootCmd(s), s, os.Args[1:])
-	stop()
+	cli.StopProfiles()
 	os.Exit(code)
 }
 

@@ -93,6 +93,7 @@ func runExec(o *execOptions, args []string) error {
 			return err
 		}
 	}
+	cli.StopProfiles() // its timer would outlive the exec
 	err = syscall.Exec(path, args, os.Environ())
 	fmt.Fprintf(o.s.Err, "lineage: exec %s: %v\n", args[0], err)
 	return cli.ExitError{Code: lineage.ExitCannotRun}

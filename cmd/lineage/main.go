@@ -13,8 +13,8 @@ import (
 )
 
 func main() {
-	stop := cli.StartProfiles()
+	cli.StartProfiles()
 	code := execute(os.Args[1:])
-	stop()
+	cli.StopProfiles()
 	os.Exit(code)
 }

@@ -67,6 +67,7 @@ func execTracker(s cli.Streams, args []string) error {
 		return cli.ExitError{Code: lineage.ExitFailure}
 	}
 	path := filepath.Join(filepath.Dir(self), cli.TrackerBinary)
+	cli.StopProfiles() // its timer would outlive the exec
 	err = syscall.Exec(path, append([]string{path}, args...), os.Environ())
 	if errors.Is(err, syscall.ENOENT) {
 		fmt.Fprintf(s.Err, "lineage: %s needs %s beside lineage, which is not installed (install both: make install)\n", args[0], path)

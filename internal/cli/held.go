@@ -39,6 +39,7 @@ func runHeld(s Streams, args []string) error {
 		return ExitError{Code: lineage.ExitFailure}
 	}
 	pipe.Close()
+	StopProfiles() // its timer would outlive the exec
 	err := syscall.Exec(args[0], args[1:], os.Environ())
 	fmt.Fprintf(s.Err, "lineage: run %s: %v\n", args[1], err)
 	if errors.Is(err, syscall.ENOENT) {

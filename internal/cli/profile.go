@@ -5,13 +5,20 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"sync"
 )
 
+// profiles is what StartProfiles started, for StopProfiles.
+var profiles struct {
+	once sync.Once
+	stop func()
+}
+
 // StartProfiles writes a CPU profile to $LINEAGE_CPUPROFILE and a block
-// profile to $LINEAGE_BLOCKPROFILE, when set, for the whole run; the
-// function it returns writes them out. It is how the reap's latency was
-// profiled (docs/benchmarks.md).
-func StartProfiles() (stop func()) {
+// profile to $LINEAGE_BLOCKPROFILE, when set, for the whole run, until
+// [StopProfiles]. It is how the reap's latency was profiled
+// (docs/benchmarks.md). Call it once, from main.
+func StartProfiles() {
 	cpu, block := os.Getenv("LINEAGE_CPUPROFILE"), os.Getenv("LINEAGE_BLOCKPROFILE")
 	var cpuFile *os.File
 	if cpu != "" {
@@ -28,7 +35,7 @@ func StartProfiles() (stop func()) {
 	if block != "" {
 		runtime.SetBlockProfileRate(1)
 	}
-	return func() {
+	profiles.stop = func() {
 		if cpuFile != nil {
 			pprof.StopCPUProfile()
 			cpuFile.Close()
@@ -39,6 +46,18 @@ func StartProfiles() (stop func()) {
 			}
 		}
 	}
+}
+
+// StopProfiles writes out the profiles StartProfiles started; it does so
+// once, and is safe to call when none were. Call it before execve(2) too:
+// the CPU profile's timer (ITIMER_PROF) survives an exec, and its SIGPROF
+// would kill the program exec'd.
+func StopProfiles() {
+	profiles.once.Do(func() {
+		if profiles.stop != nil {
+			profiles.stop()
+		}
+	})
 }
 
 func writeProfile(name, path string) error {

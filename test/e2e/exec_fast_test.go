@@ -293,3 +293,19 @@ func sameOutcome(t *testing.T, a, b binResult) {
 			a.code, a.stdout, withoutInitTrace(a.stderr), b.code, b.stdout, withoutInitTrace(b.stderr))
 	}
 }
+
+// A CPU profile asked of lineage exec (LINEAGE_CPUPROFILE) is written out
+// before the command is exec'd: its timer (ITIMER_PROF) would survive the
+// exec, and its SIGPROF kill a command that runs 10 ms of CPU.
+func TestExecCPUProfileEndsBeforeTheCommand(t *testing.T) {
+	d := startDaemon(t, "")
+	profile := filepath.Join(t.TempDir(), "cpu.prof")
+	res := runBin(t, frontBin, []string{client.EnvSocket + "=" + d.sock, "LINEAGE_CPUPROFILE=" + profile},
+		"exec", "--session", "profiled", "--", "sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; echo done")
+	if res.code != 0 || res.stdout != "done\n" {
+		t.Errorf("a CPU-bound command under a profiled lineage exec: exit %d, stdout %q, stderr %q; want it to finish", res.code, res.stdout, res.stderr)
+	}
+	if st, err := os.Stat(profile); err != nil || st.Size() == 0 {
+		t.Errorf("the profile was not written before the exec: %v", err)
+	}
+}
