@@ -16,7 +16,8 @@ import (
 // its children (it belongs to another lineage, say).
 var SkipProcess = errors.New("skip this process")
 
-// Adopt finds the live descendants of root that are not yet members and
+// Adopt finds the live descendants of root that are not yet members (not
+// kernel threads, not zombies) and
 // hands each to add, with the identity of its current parent, parents before
 // children. It repeats full passes over /proc until one adds nothing, so a
 // process forked by a descendant while an earlier pass ran is still found.
@@ -106,7 +107,9 @@ func (p FS) adoptPass(root lineage.Identity, isMember func(lineage.Identity) boo
 		parent := stats[pid].Identity
 		for _, c := range children[pid] {
 			st := stats[c]
-			if st.Kernel || seen[c] {
+			// A zombie's exit has run: adopted, it would stay listed
+			// with no exit left to remove it, and it has no children.
+			if st.Kernel || st.Zombie() || seen[c] {
 				continue
 			}
 			if !isMember(st.Identity) {

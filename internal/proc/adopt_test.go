@@ -48,6 +48,9 @@ func TestAdoptFindsDescendantsPassAfterPass(t *testing.T) {
 	writeStat(t, dir, 103, 1, 13)   // a stranger beside the root
 	writeStat(t, dir, 104, 1, 14)   // a member already, reparented to init
 	writeStat(t, dir, 105, 104, 15) // its child, not yet known
+	// A child that exited and that its parent has not yet waited for:
+	// its exit has run, and it is nobody's to adopt.
+	writeStatState(t, dir, 107, 100, 17, "Z", 1)
 	p, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +91,9 @@ func TestAdoptFindsDescendantsPassAfterPass(t *testing.T) {
 	}
 	if _, ok := members[lineage.Identity{PID: 103, StartTicks: 13}]; ok {
 		t.Error("a stranger beside the root was adopted")
+	}
+	if _, ok := members[lineage.Identity{PID: 107, StartTicks: 17}]; ok {
+		t.Error("a zombie child of the root was adopted")
 	}
 }
 
