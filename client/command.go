@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -185,15 +186,16 @@ func (c *Command) CombinedOutput() ([]byte, error) {
 // An empty Session is an error, and nothing is sent or run. Before it
 // starts anything, Start looks the session up, and opens it (with Kind) if
 // it doesn't exist: no daemon (an error wrapping [ErrNoDaemon]) or a
-// refusal (an [*APIError]: a bad id, an unknown kind) is an error from
-// Start, and nothing runs.
+// refusal (an [*APIError]: a bad id, an unknown kind; a session another
+// uid opened, a conflict, since its roots would be its opener's) is an
+// error from Start, and nothing runs.
 //
 // The registration itself is lineage exec's, in the process Start
 // started, and Start doesn't wait for it. A refusal only the registration
-// meets runs nothing either, but comes back from Wait: another uid's
-// session; this process a member of a tracked lineage (whose processes the
-// daemon won't register in another session); the session being closed, or
-// the daemon stopped, since Start's look. lineage exec then exits with
+// meets runs nothing either, but comes back from Wait: the process a
+// member of a tracked lineage (whose processes the daemon won't register
+// in another session); the session closing, or the daemon stopped, since
+// Start's look. lineage exec then exits with
 // status 125, having written one line to the command's Stderr,
 // "lineage: exec: register: " and the daemon's answer (or why it could not
 // be reached), and Wait returns that *exec.ExitError. 125 is lineage's own
@@ -289,18 +291,43 @@ func (c *Command) lineageBinary() (string, error) {
 	return path, nil
 }
 
-// ensureSession opens session with kind unless it exists.
+// ensureSession opens session with kind unless it exists. A session
+// another uid opened is refused, as a conflict: its roots would be its
+// opener's, so lineage exec would refuse to run the command in it.
 func (c *Client) ensureSession(ctx context.Context, session, kind string) error {
-	_, err := c.Session(ctx, session)
+	s, err := c.Session(ctx, session)
 	var ae *APIError
+	if err == nil {
+		return ownSession(s)
+	}
 	if !errors.As(err, &ae) || ae.Body.Code != api.CodeNotFound {
 		return err
 	}
 	_, err = c.OpenSession(ctx, api.OpenSession{ID: session, Kind: kind})
-	if errors.As(err, &ae) && ae.Body.Code == api.CodeConflict {
-		return nil // opened meanwhile by another caller
+	if !errors.As(err, &ae) || ae.Body.Code != api.CodeConflict {
+		return err
 	}
-	return err
+	// Opened meanwhile: by another caller of ours, fine; by another uid,
+	// whose session this caller can't see (or, as root, can), refused.
+	s, lookErr := c.Session(ctx, session)
+	if errors.As(lookErr, &ae) && ae.Body.Code == api.CodeNotFound {
+		return err
+	}
+	if lookErr != nil {
+		return lookErr
+	}
+	return ownSession(s)
+}
+
+// ownSession refuses s unless this process's effective uid opened it.
+func ownSession(s api.Session) error {
+	if uid := uint32(os.Geteuid()); s.UID != uid {
+		return &APIError{Status: http.StatusConflict, Body: api.Error{
+			Code:  api.CodeConflict,
+			Error: fmt.Sprintf("session %q was opened by uid %d: its roots are its opener's, so nothing runs (as root, lineage exec --join joins it)", s.ID, s.UID),
+		}}
+	}
+	return nil
 }
 
 // watchContext ends the lineage when the context ends before the command

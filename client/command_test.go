@@ -127,3 +127,38 @@ func TestCommandInARefusedSessionRunsNothing(t *testing.T) {
 		t.Error("the command ran")
 	}
 }
+
+// A session another uid opened is a conflict from Start, and nothing runs:
+// seen (as root sees it) or unseen (an unprivileged caller is told only
+// that the id is taken when it tries to open it).
+func TestCommandInAnotherUIDsSessionRunsNothing(t *testing.T) {
+	other := uint32(os.Geteuid()) + 1
+	for _, visible := range []bool{true, false} {
+		sock := serveUnix(t, func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && visible {
+				_ = json.NewEncoder(w).Encode(api.Session{ID: "theirs", Kind: "autonomous", UID: other})
+				return
+			}
+			status, code := http.StatusNotFound, api.CodeNotFound
+			if r.Method == http.MethodPost {
+				status, code = http.StatusConflict, api.CodeConflict
+			}
+			w.WriteHeader(status)
+			_ = json.NewEncoder(w).Encode(api.Error{Error: "taken", Code: code})
+		})
+		marker := filepath.Join(t.TempDir(), "ran")
+		cmd := New(sock).Command("theirs", "touch", marker)
+		cmd.Lineage = "/bin/sh" // never reached
+		var ae *APIError
+		err := cmd.Start()
+		if !errors.As(err, &ae) || ae.Body.Code != api.CodeConflict {
+			t.Errorf("visible %v: Start: %v, want a conflict", visible, err)
+		}
+		if visible && (err == nil || !strings.Contains(err.Error(), "opened by uid")) {
+			t.Errorf("visible: Start: %v, want the opener named", err)
+		}
+		if _, err := os.Stat(marker); err == nil || cmd.Process != nil {
+			t.Errorf("visible %v: the command ran", visible)
+		}
+	}
+}

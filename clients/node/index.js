@@ -193,22 +193,36 @@ class Client {
 
   /**
    * Opens session id with kind unless it exists, as lineage exec would;
-   * rejects with the LineageError of a daemon out of reach, or of one that
-   * refuses the session.
+   * rejects with the LineageError of a daemon out of reach, of one that
+   * refuses the session, or a conflict when another uid opened it (its
+   * roots would be its opener's).
    */
   async _ensureSession(id, kind) {
+    let s;
     try {
-      await this.session(id);
-      return;
+      s = await this.session(id);
     } catch (e) {
       if (!(e instanceof LineageError) || e.code !== 'not_found') throw e;
+      try {
+        await this.openSession({ id, kind });
+        return;
+      } catch (e2) {
+        if (!(e2 instanceof LineageError) || e2.code !== 'conflict') throw e2;
+        // Opened meanwhile: by another caller of ours, fine; by another
+        // uid, whose session this caller can't see (or, as root, can),
+        // refused.
+        try {
+          s = await this.session(id);
+        } catch (e3) {
+          throw e3 instanceof LineageError && e3.code === 'not_found' ? e2 : e3;
+        }
+      }
     }
-    try {
-      await this.openSession({ id, kind });
-    } catch (e) {
-      if (!(e instanceof LineageError) || e.code !== 'conflict') throw e; // opened meanwhile
+    if (s.uid !== process.geteuid()) {
+      throw new LineageError('conflict', `session ${JSON.stringify(id)} was opened by uid ${s.uid}: its roots are its opener's, so nothing runs (as root, lineage exec --join joins it)`, 409);
     }
   }
+
 
   /**
    * Runs file with args as a root of options.session, in

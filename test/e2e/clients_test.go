@@ -303,17 +303,47 @@ func TestGoCommandRelativeSocket(t *testing.T) {
 	d.do("POST", "/v1/sessions/go-relsock/close", nil, nil)
 }
 
-// What Start can't see refused is refused at lineage exec's registration:
-// nothing runs, and Wait returns exit status 125 with lineage exec's one
-// line on Stderr, which a command's own status 125 lacks. Here root's
-// command names another uid's session, which Start finds open.
-func TestGoCommandRegistrationRefusalComesFromWait(t *testing.T) {
+// Another uid's session is refused by Start, as a conflict, before
+// anything runs: its roots would be its opener's. Root's command here names
+// a session uid 65534 opened, which root can see (the client's unit tests
+// have the caller that can't).
+func TestGoCommandRefusesAnotherUIDsSession(t *testing.T) {
 	d := startDaemon(t, "")
 	if msg, code := asNobody(t, d).lineage("session", "open", "go-foreign", "--kind", "autonomous"); code != 0 {
 		t.Fatalf("uid 65534's session open: %s", msg)
 	}
 	marker := filepath.Join(t.TempDir(), "ran")
 	cmd := goCommand(context.Background(), d, "go-foreign", "", "touch "+marker)
+	var ae *client.APIError
+	if err := cmd.Start(); !errors.As(err, &ae) || ae.Body.Code != api.CodeConflict || !strings.Contains(err.Error(), "opened by uid 65534") {
+		t.Errorf("Start: %v, want a conflict naming the opener", err)
+		if err == nil {
+			_ = cmd.Wait()
+		}
+	}
+	if _, err := os.Stat(marker); err == nil || cmd.Process != nil {
+		t.Error("the command ran in another uid's session")
+	}
+	d.do("POST", "/v1/sessions/go-foreign/close", nil, nil)
+}
+
+// What Start can't see refused is refused at lineage exec's registration:
+// nothing runs, and Wait returns exit status 125 with lineage exec's one
+// line on Stderr, which a command's own status 125 lacks. Here the process
+// that becomes lineage exec registers itself as a root of another session
+// first, after Start's look: a member of a tracked lineage, which the
+// daemon won't register in a second session.
+func TestGoCommandRegistrationRefusalComesFromWait(t *testing.T) {
+	d := startDaemon(t, "")
+	dir := t.TempDir()
+	wrapper := filepath.Join(dir, "lineage")
+	script := fmt.Sprintf("#!/bin/sh\n%[1]s --socket %[2]s roots add $$ --session go-first --kind autonomous >/dev/null || exit 99\nexec %[1]s \"$@\"\n", frontBin, d.sock)
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(dir, "ran")
+	cmd := goCommand(context.Background(), d, "go-second", "autonomous", "touch "+marker)
+	cmd.Lineage = wrapper
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -327,7 +357,7 @@ func TestGoCommandRegistrationRefusalComesFromWait(t *testing.T) {
 		t.Errorf("stderr %q, want lineage exec's one line naming the daemon's refusal", line)
 	}
 	if _, err := os.Stat(marker); err == nil {
-		t.Error("the command ran in another uid's session")
+		t.Error("the command ran though its registration was refused")
 	}
 	// The command's own 125 has no such line.
 	stderr.Reset()
@@ -336,6 +366,7 @@ func TestGoCommandRegistrationRefusalComesFromWait(t *testing.T) {
 	if err := cmd.Run(); !errors.As(err, &ee) || ee.ExitCode() != 125 || stderr.Len() != 0 {
 		t.Errorf("a command's own exit 125: %v, stderr %q", err, stderr.String())
 	}
-	d.do("POST", "/v1/sessions/go-own/close", nil, nil)
-	d.do("POST", "/v1/sessions/go-foreign/close", nil, nil)
+	for _, s := range []string{"go-own", "go-first", "go-second"} {
+		d.do("POST", "/v1/sessions/"+s+"/close", nil, nil)
+	}
 }

@@ -37,6 +37,10 @@ func TestNodeClient(t *testing.T) {
 	}
 
 	d := startDaemon(t, "")
+	if msg, code := asNobody(t, d).lineage("session", "open", "node-foreign", "--kind", "autonomous"); code != 0 {
+		t.Fatalf("uid 65534's session open: %s", msg)
+	}
+	t.Cleanup(func() { d.do("POST", "/v1/sessions/node-foreign/close", nil, nil) })
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -47,6 +51,7 @@ func TestNodeClient(t *testing.T) {
 		client.EnvSocket+"="+d.sock,
 		"LINEAGE_BIN="+frontBin,
 		"LINEAGE_TEST_MARK="+mark,
+		"LINEAGE_TEST_FOREIGN_SESSION=node-foreign",
 		"TMPDIR="+t.TempDir(),
 	)
 	cmd.WaitDelay = 10 * time.Second
@@ -62,7 +67,7 @@ func TestNodeClient(t *testing.T) {
 		n, _ := strconv.Atoi(string(m[1]))
 		return n
 	}
-	if pass, fail, skipped := count("pass"), count("fail"), count("skipped"); pass < 7 || fail != 0 || skipped != 0 {
-		t.Errorf("node --test: %d passed, %d failed, %d skipped; want 7 or more passed, none failed or skipped:\n%s", pass, fail, skipped, out)
+	if pass, fail, skipped := count("pass"), count("fail"), count("skipped"); pass < 8 || fail != 0 || skipped != 0 {
+		t.Errorf("node --test: %d passed, %d failed, %d skipped; want 8 or more passed, none failed or skipped:\n%s", pass, fail, skipped, out)
 	}
 }

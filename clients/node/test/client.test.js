@@ -174,6 +174,14 @@ test('bad input is refused and runs nothing', { skip }, async () => {
   }
 });
 
+test('another uid\'s session is refused and runs nothing', { skip: skip || !process.env.LINEAGE_TEST_FOREIGN_SESSION }, async () => {
+  // The Go test opened it as uid 65534.
+  const marker = `${process.env.TMPDIR || '/tmp'}/lineage-node-foreign-${MARK}`;
+  const err = await client.run('touch', [marker], { session: process.env.LINEAGE_TEST_FOREIGN_SESSION }).then(() => null, (e) => e);
+  assert.ok(err instanceof LineageError && err.code === 'conflict' && /opened by uid 65534/.test(err.message), `another uid's session: ${err}`);
+  assert.equal(fs.existsSync(marker), false, 'the command ran in another uid\'s session');
+});
+
 test('a relative socket serves commands run elsewhere', { skip }, async () => {
   // Made absolute when the client is made: a command run in another
   // directory reaches the same daemon.
