@@ -220,6 +220,12 @@ func TestHTMLInChromium(t *testing.T) {
 	if strings.Count(strings.Join(mapValues(s.Labels), "\n"), "LEAK") != 2 {
 		t.Errorf("leak badges in %v, want 2", s.Labels)
 	}
+	// The header's command is quoted for a shell, as the text report's.
+	var meta string
+	d.eval(`document.getElementById("meta").textContent`, &meta)
+	if !strings.HasSuffix(meta, "command: sh -c 'make -j3'") {
+		t.Errorf("the page's header line %q, want it to end with the quoted command", meta)
+	}
 	// Hovering a row tells its process's story; hovering the fold, none.
 	daemon := m.index[findPID(t, rep, 1020)]
 	var tip struct {

@@ -153,12 +153,15 @@ func TestHTMLInlinesEscapedData(t *testing.T) {
 	if err := json.Unmarshal([]byte(m[1]), &data); err != nil {
 		t.Fatalf("data block: %v", err)
 	}
+	// The hostile argv comes as the text report's command line: quoted
+	// for a shell, every control character escaped.
+	const quoted = `echo $'</script><img src=x onerror=alert(1)>\x1b[2J\x1b[31mred\nline2\xe2\x80\xae'`
 	found := false
 	for _, p := range data.Processes {
-		found = found || (len(p.Argv) == 2 && p.Argv[1] == hostile)
+		found = found || p.Cmd == quoted
 	}
 	if len(data.Processes) != 10 || !found {
-		t.Errorf("%d processes, hostile argv recovered intact: %v", len(data.Processes), found)
+		t.Errorf("%d processes, hostile argv shell-quoted: %v", len(data.Processes), found)
 	}
 }
 

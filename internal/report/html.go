@@ -37,14 +37,14 @@ var dataMark = []byte("/*DATA*/")
 // parent in the page's list (-1 for a top, whose parent, outside the
 // record, is named by Parent; the depth follows from Up); Outcome is left
 // out when "exited", Exit when "exit 0", Exe when it is argv[0]; Open marks
-// a process whose end the record lacks. Comm is given only without argv.
+// a process whose end the record lacks. Cmd is its command line as the text
+// report writes it ([CommandLine]: quoted for a shell, [comm] without argv).
 type htmlProcess struct {
 	PID      uint32         `json:"pid"`
 	Start    uint64         `json:"start"`
 	Up       int            `json:"up"`
 	Parent   string         `json:"parent,omitempty"`
-	Argv     []string       `json:"argv,omitempty"`
-	Comm     string         `json:"comm,omitempty"`
+	Cmd      string         `json:"cmd"`
 	Exe      string         `json:"exe,omitempty"`
 	StartUS  int64          `json:"start_us"`
 	EndUS    int64          `json:"end_us"`
@@ -62,7 +62,7 @@ type htmlProcess struct {
 // htmlProcessOf is p as the page reads it; up is its parent's index.
 func htmlProcessOf(rep *Report, p *Process, up int) htmlProcess {
 	hp := htmlProcess{
-		PID: p.ID.PID, Start: p.ID.StartTicks, Up: up, Argv: p.Argv, Exe: p.Exe,
+		PID: p.ID.PID, Start: p.ID.StartTicks, Up: up, Cmd: CommandLine(p), Exe: p.Exe,
 		StartUS: (p.Start - rep.First).Microseconds(), EndUS: (p.End - rep.First).Microseconds(),
 		Open: !p.Ended, Outcome: p.Outcome, Leaked: p.Leaked, Outlived: p.outlived,
 		Signals: p.Signals, Reason: p.Reason, Redacted: p.Redacted, Missing: p.Missing,
@@ -70,9 +70,7 @@ func htmlProcessOf(rep *Report, p *Process, up int) htmlProcess {
 	if up < 0 {
 		hp.Parent = p.Parent.String()
 	}
-	if len(p.Argv) == 0 {
-		hp.Comm = p.Comm
-	} else if p.Exe == p.Argv[0] && strings.HasPrefix(p.Exe, "/") {
+	if len(p.Argv) > 0 && p.Exe == p.Argv[0] && strings.HasPrefix(p.Exe, "/") {
 		hp.Exe = ""
 	}
 	if p.Outcome == lineage.Exited {
@@ -101,13 +99,15 @@ type htmlHighlights struct {
 }
 
 // htmlData is everything the page shows, inlined as JSON. Its highlights
-// name processes by index, and the missing events are the processes' own.
+// name processes by index, and the missing events are the processes' own;
+// CommandLine is the header's command, quoted as a process's Cmd is.
 type htmlData struct {
 	*Report
-	SpanUS     int64          `json:"span_us"`
-	Processes  []htmlProcess  `json:"processes"`
-	Highlights htmlHighlights `json:"highlights"`
-	Missing    []Missing      `json:"missing_events,omitempty"`
+	CommandLine string         `json:"command_line,omitempty"`
+	SpanUS      int64          `json:"span_us"`
+	Processes   []htmlProcess  `json:"processes"`
+	Highlights  htmlHighlights `json:"highlights"`
+	Missing     []Missing      `json:"missing_events,omitempty"`
 }
 
 // WriteHTML writes one self-contained HTML page: no external assets, no
@@ -128,6 +128,9 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 		return fmt.Errorf("html report: %d processes: %w (at most %d): use --format chrome-trace and open it in Perfetto (ui.perfetto.dev), or --format tree", n, ErrTooLarge, MaxHTMLProcesses)
 	}
 	d := htmlData{Report: rep, SpanUS: (rep.Last - rep.First).Microseconds()}
+	if len(rep.Header.Command) > 0 {
+		d.CommandLine = lineage.CommandLine(rep.Header.Command, "")
+	}
 	index := make(map[*Process]int, rep.Summary.Processes)
 	var ups []*Process // the path from a top to the process last visited
 	rep.Walk(func(p *Process) bool {

@@ -65,13 +65,13 @@ func (rep *Report) WriteText(w io.Writer, opts TextOptions) error {
 	if opts.LeaksOnly {
 		tops = onLeakPaths(tops)
 		if len(tops) == 0 {
-			fmt.Fprintln(t.w, "no leaks")
+			fmt.Fprintf(t.w, "no leaks: no process of the %d in the record was alive when its root ended\n", rep.Summary.Processes)
 		}
 	}
 	for _, p := range tops {
 		t.node(p, "", "", 0)
 	}
-	if opts.LeaksOnly {
+	if opts.LeaksOnly && len(tops) > 0 {
 		fmt.Fprintf(t.w, "(leaks only: %d of %d %s drawn, those on the %s to the %d %s)\n", t.drawn, rep.Summary.Processes, lineage.Plural(rep.Summary.Processes, "process", "processes"),
 			lineage.Plural(rep.Summary.Leaks, "path", "paths"), rep.Summary.Leaks, lineage.Plural(rep.Summary.Leaks, "leak", "leaks"))
 	}
