@@ -61,6 +61,8 @@ func goldenReports() map[string]func() *Report {
 					{Member: lineage.Member{Identity: root}, Argv: []string{"./start.sh"}, Age: time.Second},
 					{Member: lineage.Member{Identity: a, Parent: root, Comm: "redis"}, Age: 61 * time.Second},
 					{Member: lineage.Member{Identity: b, Parent: a}, Argv: []string{"sleep", "$HOME"}, Age: 999 * time.Microsecond},
+					// Adopted as an orphan: its parent was never known.
+					{Member: lineage.Member{Identity: c}, Argv: []string{"daemon"}, Age: 2 * time.Second},
 				},
 			}
 			r.SetStatus(0)

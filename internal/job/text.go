@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -138,18 +139,32 @@ func (r *Report) writeTable(w io.Writer, verbose bool) {
 			if oc.Member.Identity == r.Root {
 				name += "   [the job]"
 			}
-			fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%s\n", oc.Member.Identity, oc.Member.Parent.PID, round(oc.Age), signalsText(oc), result, name)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", oc.Member.Identity, r.parentText(oc.Member), round(oc.Age), signalsText(oc), result, name)
 		}
 	}
 	for _, l := range r.Leftovers {
 		if !room() {
 			continue
 		}
-		fmt.Fprintf(tw, "  %s\t%d\t%s\t-\tleft running\t%s\n", l.Identity, l.Parent.PID, round(l.Age), lineage.CommandLine(l.Argv, l.Comm))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t-\tleft running\t%s\n", l.Identity, r.parentText(l.Member), round(l.Age), lineage.CommandLine(l.Argv, l.Comm))
 	}
 	tw.Flush()
 	if more > 0 {
 		fmt.Fprintf(w, "lineage: ... and %d more (-v or --report lists every one)\n", more)
+	}
+}
+
+// parentText is m's parent's pid for the table: "-" for the job, whose
+// parent is lineage, and "?" for a member whose parent the tracker never
+// knew (an orphan the proc backend adopted after its parent had gone).
+func (r *Report) parentText(m lineage.Member) string {
+	switch {
+	case m.Parent.PID != 0:
+		return strconv.FormatUint(uint64(m.Parent.PID), 10)
+	case m.Identity == r.Root:
+		return "-"
+	default:
+		return "?"
 	}
 }
 
