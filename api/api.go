@@ -79,6 +79,13 @@ type AddRoot struct {
 	// it is refused otherwise (409); the session must exist. A session is
 	// its opener's: no other uid adds roots to it, join or not.
 	Join bool `json:"join,omitempty"`
+	// Orphanage declares the caller a child subreaper and the root's
+	// parent (`lineage run` registering its job): its other children,
+	// the lineage's orphans, are the root's. Where the kernel skipped the
+	// forks that made them (the bpf backend counts fork_misses), they are
+	// adopted into the lineage from the caller's children rather than
+	// escaping. A root whose parent is not the caller is refused (400).
+	Orphanage bool `json:"orphanage,omitempty"`
 }
 
 // AddKeep is the body of POST /v1/keeps: spare one process, or (Root set)
@@ -113,6 +120,9 @@ type Root struct {
 	Label   string           `json:"label,omitempty"`
 	Command []string         `json:"command,omitempty"`
 	Added   time.Time        `json:"added"`
+	// Orphanage is the process that registered the root as its
+	// orphanage (AddRoot's Orphanage), if one did.
+	Orphanage *lineage.Identity `json:"orphanage,omitempty"`
 	// Members is the live tree, on GET /v1/roots/{id} only.
 	Members []Member `json:"members,omitempty"`
 }
@@ -198,7 +208,15 @@ type Status struct {
 	BackendReason string `json:"backend_reason,omitempty"`
 	// Goroutines is the daemon's goroutine count, for leak checks.
 	Goroutines int `json:"goroutines"`
+	// Features are what the daemon takes beyond the API's first form, for
+	// a client to ask for only what it understands (an older daemon
+	// refuses a field it doesn't know): [FeatureOrphanage].
+	Features []string `json:"features,omitempty"`
 }
+
+// FeatureOrphanage is the daemon's [Status.Features] entry for
+// [AddRoot.Orphanage].
+const FeatureOrphanage = "orphanage"
 
 // Why is the body of GET /v1/why/{process}: who started the process, as
 // its chain of lineage parents from itself up to its root.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/lineage-dev/lineage/api"
@@ -67,11 +68,14 @@ func (r *Runner) Session() string {
 func (r *Runner) Backend() string { return r.status.Backend }
 
 // Register is [Remote.Register]: it opens the job's session with root
-// in it.
+// in it, this process its orphanage where the daemon takes one
+// (RunRemote made it the root's parent and a child subreaper, and it
+// starts no other child).
 func (r *Runner) Register(ctx context.Context, root lineage.Identity, command []string) error {
 	req := api.AddRoot{
 		PID: int64(root.PID), Start: root.StartTicks, Command: command,
 		Session: r.Session(), Kind: policy.Autonomous.String(), Label: "lineage run", Keep: r.opts.Keep,
+		Orphanage: slices.Contains(r.status.Features, api.FeatureOrphanage),
 	}
 	if r.opts.Owned {
 		self := r.opts.Self

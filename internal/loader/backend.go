@@ -75,4 +75,13 @@ type RootOptions struct {
 	// user space applies the rules).
 	KeepExes    []lineage.FileID
 	KeepLineage bool
+	// Orphanage is a child subreaper the root is a child of (a `lineage
+	// run` front registering its job with the daemon), which inherits the
+	// lineage's orphans: its live children other than the root, born after
+	// the root, can only be the root's, and where the fork hooks skipped
+	// the forks that made them, the BPF backend adopts them as orphans of
+	// the root (as it adopts the orphans this process inherits of a root
+	// it spawned). Zero names none. Its other roots must not name the
+	// same orphanage: an orphan two roots could claim is adopted by none.
+	Orphanage lineage.Identity
 }

@@ -362,7 +362,7 @@ func (s *Server) status(r *http.Request, p Peer) (int, any, error) {
 	b := s.tracker.Backend()
 	return http.StatusOK, api.Status{
 		API: api.APIVersion, Reaping: s.opts.Reaping.String(), Sessions: n, UID: p.UID, Goroutines: runtime.NumGoroutine(),
-		Backend: b.Backend, BackendReason: b.Reason,
+		Backend: b.Backend, BackendReason: b.Reason, Features: []string{api.FeatureOrphanage},
 	}, nil
 }
 

@@ -47,6 +47,9 @@ type root struct {
 	label   string
 	command []string
 	added   time.Time
+	// orphanage is the process the root's orphans go to, nil if none
+	// was declared.
+	orphanage *lineage.Identity
 }
 
 // keep is one keep request; a zero expires never ends.
@@ -84,7 +87,7 @@ func (se *session) view() api.Session {
 }
 
 func (r *root) view(id lineage.Identity, sess string) api.Root {
-	return api.Root{Root: id, Session: sess, Label: r.label, Command: r.command, Added: r.added}
+	return api.Root{Root: id, Session: sess, Label: r.label, Command: r.command, Added: r.added, Orphanage: r.orphanage}
 }
 
 func (k keep) view() api.Keep {

@@ -35,11 +35,17 @@ func (s *Server) addRoot(r *http.Request, p Peer) (int, any, error) {
 	if err := s.mayRegister(p, id); err != nil {
 		return 0, nil, err
 	}
+	var orphanage *lineage.Identity
+	if req.Orphanage {
+		if orphanage, err = s.callerAsOrphanage(p, id); err != nil {
+			return 0, nil, err
+		}
+	}
 	se, created, err := s.sessionForRoot(req, p)
 	if err != nil {
 		return 0, nil, err
 	}
-	v, err := s.register(se, id, req.Label, req.Command)
+	v, err := s.register(se, id, req.Label, req.Command, orphanage)
 	if errors.Is(err, loader.ErrAlreadyTracked) {
 		// An armed process's child that registers itself (lineage exec
 		// under the pytest plugin) is the root it asks to be.
@@ -57,6 +63,23 @@ func (s *Server) addRoot(r *http.Request, p Peer) (int, any, error) {
 	}
 	s.save()
 	return http.StatusCreated, v, nil
+}
+
+// callerAsOrphanage returns the identity of p, which declares itself the
+// orphanage of root: refused unless p is root's parent.
+func (s *Server) callerAsOrphanage(p Peer, root lineage.Identity) (*lineage.Identity, error) {
+	st, err := s.proc.Stat(int(root.PID))
+	if err != nil {
+		return nil, fmt.Errorf("register: %w", err)
+	}
+	if p.PID <= 0 || st.PPID != p.PID {
+		return nil, fmt.Errorf("%w orphanage: the caller (pid %d) is not the parent of %s (its parent is pid %d)", lineage.ErrInvalid, p.PID, root, st.PPID)
+	}
+	id, err := s.proc.Identity(p.PID)
+	if err != nil {
+		return nil, fmt.Errorf("register: orphanage: %w", err)
+	}
+	return &id, nil
 }
 
 // sessionForRoot returns the session a new root joins, opening it when it
@@ -93,8 +116,9 @@ func (s *Server) sessionForRoot(req api.AddRoot, p Peer) (*session, bool, error)
 	return se, err == nil, err
 }
 
-// register makes id a root of se, serialised with se's ends and close.
-func (s *Server) register(se *session, id lineage.Identity, label string, command []string) (api.Root, error) {
+// register makes id a root of se, serialised with se's ends and close;
+// orphanage, when not nil, is the process its orphans go to.
+func (s *Server) register(se *session, id lineage.Identity, label string, command []string, orphanage *lineage.Identity) (api.Root, error) {
 	se.op.Lock()
 	defer se.op.Unlock()
 	s.reg.mu.Lock()
@@ -107,14 +131,18 @@ func (s *Server) register(se *session, id lineage.Identity, label string, comman
 	// the session's streams and record get the lineage's events from its
 	// first fork.
 	_, had := s.reg.rootSession.LoadOrStore(id, se.id)
-	j, err := s.tracker.Register(id, tracker.RegisterOptions{Command: command})
+	opts := tracker.RegisterOptions{Command: command}
+	if orphanage != nil {
+		opts.Orphanage = *orphanage
+	}
+	j, err := s.tracker.Register(id, opts)
 	if err != nil {
 		if !had {
 			s.reg.rootSession.Delete(id)
 		}
 		return api.Root{}, fmt.Errorf("register: %w", err)
 	}
-	rt := &root{job: j, label: label, added: time.Now(), command: command}
+	rt := &root{job: j, label: label, added: time.Now(), command: command, orphanage: orphanage}
 	if command == nil {
 		rt.command = j.Report().Command // as the job read it from /proc
 	}

@@ -189,11 +189,15 @@ func (s *Server) restore() error {
 
 // restoreRoot takes id back as a root of se, as saved in r.
 func (s *Server) restoreRoot(se *session, id lineage.Identity, r api.Root) error {
-	j, err := s.tracker.Resume(id, tracker.RegisterOptions{Command: r.Command})
+	opts := tracker.RegisterOptions{Command: r.Command}
+	if r.Orphanage != nil {
+		opts.Orphanage = *r.Orphanage
+	}
+	j, err := s.tracker.Resume(id, opts)
 	if err != nil {
 		return err
 	}
-	se.roots[id] = &root{job: j, label: r.Label, command: r.Command, added: r.Added}
+	se.roots[id] = &root{job: j, label: r.Label, command: r.Command, added: r.Added, orphanage: r.Orphanage}
 	s.reg.rootSession.Store(id, se.id)
 	return nil
 }

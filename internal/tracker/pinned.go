@@ -48,16 +48,43 @@ func (t *Tracker) notePinned() {
 // holder: when a pinned tracker has it registered already, its lineage is
 // as the kernel kept it, nothing is adopted, and id may have exited (its
 // members remain its lineage). A reap the last holder died in is over: the
-// lineage may fork again. Otherwise id is [Tracker.Register]ed.
+// lineage may fork again. Otherwise id is [Tracker.Register]ed. Either
+// way, an orphanage that is gone is noted and left out, never a failure.
 func (t *Tracker) Resume(id lineage.Identity, opts RegisterOptions) (*Job, error) {
 	b, ok := t.backend.(pinnedBackend)
 	if !ok || !b.IsRoot(id) {
-		return t.Register(id, opts)
+		orphanage := opts.Orphanage
+		opts.Orphanage = lineage.Identity{}
+		j, err := t.Register(id, opts)
+		if err == nil {
+			t.declareOrphanage(id, orphanage)
+		}
+		return j, err
 	}
 	if err := b.Uncontain(id); err != nil {
 		t.note("lineage: root %s: %v\n", id, err)
 	}
+	t.declareOrphanage(id, opts.Orphanage)
 	return t.registered(id, opts), nil
+}
+
+// declareOrphanage gives root, held already, its orphanage, if any and the
+// backend takes one.
+func (t *Tracker) declareOrphanage(root, orphanage lineage.Identity) {
+	ob, ok := t.backend.(orphanageBackend)
+	if !ok || orphanage == (lineage.Identity{}) {
+		return
+	}
+	if err := ob.DeclareOrphanage(root, orphanage); err != nil {
+		// Gone, most likely: its orphans went elsewhere.
+		t.note("lineage: root %s: %v\n", root, err)
+	}
+}
+
+// orphanageBackend is a backend that takes an orphanage for a root it
+// holds already.
+type orphanageBackend interface {
+	DeclareOrphanage(root, orphanage lineage.Identity) error
 }
 
 // rootsBackend is a backend that lists the roots in its map.

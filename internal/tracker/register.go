@@ -16,6 +16,9 @@ type RegisterOptions struct {
 	// Command is what the report names the job by; nil reads the root's
 	// argv from /proc.
 	Command []string
+	// Orphanage is as in [loader.RootOptions]: the child subreaper, the
+	// root's parent, that inherits the lineage's orphans. Zero: none.
+	Orphanage lineage.Identity
 }
 
 // Register makes the running process id a root of the tracker and adopts
@@ -29,7 +32,7 @@ type RegisterOptions struct {
 func (t *Tracker) Register(id lineage.Identity, opts RegisterOptions) (*Job, error) {
 	// A root untracked and registered again is tracked again.
 	t.tree.Remember(id)
-	if err := t.backend.Register(id, loader.RootOptions{}); err != nil {
+	if err := t.backend.Register(id, loader.RootOptions{Orphanage: opts.Orphanage}); err != nil {
 		return nil, err
 	}
 	return t.registered(id, opts), nil

@@ -16,6 +16,7 @@ import (
 	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/testutil"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // bpfFiles counts the BPF objects (programs, maps, links) that process pid
@@ -65,6 +66,24 @@ func TestRunThroughDaemonLoadsNothingOfItsOwn(t *testing.T) {
 	d.do("GET", "/v1/roots", nil, &roots)
 	if len(roots) != runs {
 		t.Errorf("the daemon tracks %d roots, want the %d runs'", len(roots), runs)
+	}
+	// Each run is its job's orphanage: the parent, a child subreaper,
+	// that inherits what the job's lineage orphans.
+	fronts := map[lineage.Identity]bool{}
+	for _, cmd := range cmds {
+		start, _, err := testutil.StartTicks(cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fronts[lineage.Identity{PID: uint32(cmd.Process.Pid), StartTicks: start}] = true
+	}
+	seen := map[lineage.Identity]bool{}
+	for _, r := range roots {
+		if r.Orphanage == nil || !fronts[*r.Orphanage] || seen[*r.Orphanage] {
+			t.Errorf("root %s: orphanage %v, want the lineage run that registered it", r.Root, r.Orphanage)
+			continue
+		}
+		seen[*r.Orphanage] = true
 	}
 	if n := bpfFiles(t, d.cmd.Process.Pid); n == 0 {
 		t.Fatal("the daemon holds no BPF object: the check can't see them")

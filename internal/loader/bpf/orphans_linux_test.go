@@ -1,6 +1,7 @@
 package bpf
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -137,4 +138,116 @@ func childrenOf(b *Tracker, id lineage.Identity) []lineage.Identity {
 		}
 	}
 	return out
+}
+
+// A root registered with an orphanage (a `lineage run` front registering
+// its job with the daemon) has its orphans adopted from that process's
+// children, as a spawned root's are from this process's; a root registered
+// without one, or whose orphanage is not its parent, has none.
+func TestAdoptsTheOrphansOfADeclaredOrphanage(t *testing.T) {
+	b := openBPF(t, nil)
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) })
+	self, err := b.proc.Identity(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// As in the test above, with the root started here and registered.
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "orphan")
+	s := testutil.Sleep(mark)
+	cmd := exec.Command("sh", "-c", fmt.Sprintf(`(sh -c 'sleep %[1]s & wait' & echo $! >%[2]s.tmp; mv %[2]s.tmp %[2]s); exec sleep %[1]s`, s, pidFile))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
+	root, err := b.proc.Identity(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Register(root, loader.RootOptions{Orphanage: lineage.Identity{PID: 1, StartTicks: 1}}); !errors.Is(err, lineage.ErrInvalid) {
+		t.Fatalf("registered with init as its orphanage: %v, want an error wrapping ErrInvalid", err)
+	}
+	if err := b.Register(root, loader.RootOptions{Orphanage: self}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { killMembers(t, b, root) })
+	var orphan lineage.Identity
+	waitFor(t, "the orphan reparented to this process, with a child", 10*time.Second, func() bool {
+		raw, err := os.ReadFile(pidFile)
+		if err != nil {
+			return false
+		}
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
+		st, err := b.proc.Stat(pid)
+		if err != nil || st.PPID != os.Getpid() {
+			return false
+		}
+		orphan = st.Identity
+		return len(childrenOf(b, orphan)) == 1
+	})
+	grandchild := childrenOf(b, orphan)[0]
+	t.Cleanup(func() {
+		for _, id := range []lineage.Identity{orphan, grandchild} {
+			testutil.KillIdentity(int(id.PID), id.StartTicks)
+			var ws unix.WaitStatus
+			_, _ = unix.Wait4(int(id.PID), &ws, 0, nil)
+		}
+	})
+
+	// As if both fork hooks had skipped the forks that made them.
+	for _, id := range []lineage.Identity{orphan, grandchild} {
+		b.deleteMember(id)
+	}
+	if err := b.adoptMissedOf(root); err != nil {
+		t.Fatal(err)
+	}
+	ms := memberSet(t, b, root)
+	if m, ok := ms[orphan]; !ok || m.Parent != (lineage.Identity{}) {
+		t.Errorf("the orphan: %+v (listed %v), want a member with no parent", m, ok)
+	}
+	if m, ok := ms[grandchild]; !ok || m.Parent != orphan {
+		t.Errorf("the orphan's child: %+v (listed %v), want a member, child of the orphan", m, ok)
+	}
+	if len(ms) != 3 {
+		t.Errorf("the lineage is %v, want the root, the orphan and its child", ms)
+	}
+
+	// Registered again without an orphanage, the root has no orphans.
+	if err := b.Forget(root); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Register(root, loader.RootOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []lineage.Identity{orphan, grandchild} {
+		b.deleteMember(id)
+	}
+	if err := b.adoptMissedOf(root); err != nil {
+		t.Fatal(err)
+	}
+	if ms := memberSet(t, b, root); len(ms) != 1 {
+		t.Errorf("no orphanage: the lineage is %v, want its root alone", ms)
+	}
+	// Declared afterwards (as a daemon restarted takes a root back), the
+	// orphanage gives them back.
+	if err := b.DeclareOrphanage(root, lineage.Identity{PID: uint32(os.Getpid()), StartTicks: self.StartTicks + 1}); err == nil {
+		t.Error("an orphanage with a wrong start time was taken")
+	}
+	if err := b.DeclareOrphanage(root, self); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.adoptMissedOf(root); err != nil {
+		t.Fatal(err)
+	}
+	if ms := memberSet(t, b, root); len(ms) != 3 {
+		t.Errorf("orphanage declared: the lineage is %v, want the root, the orphan and its child", ms)
+	}
 }

@@ -140,6 +140,11 @@ func (b *Tracker) Register(id lineage.Identity, opts loader.RootOptions) error {
 	if err != nil {
 		return fmt.Errorf("register %s: %w", id, err)
 	}
+	if o := opts.Orphanage; o != (lineage.Identity{}) {
+		if err := b.checkOrphanage(st, o); err != nil {
+			return fmt.Errorf("register %s: %w", id, err)
+		}
+	}
 	b.mapMu.Lock()
 	defer b.mapMu.Unlock()
 	var existing lineageMember
@@ -198,6 +203,9 @@ func (b *Tracker) Register(id lineage.Identity, opts loader.RootOptions) error {
 	})
 	if err != nil {
 		return fmt.Errorf("register %s: %w", id, err)
+	}
+	if opts.Orphanage != (lineage.Identity{}) {
+		b.orphanageOf(id, opts.Orphanage)
 	}
 	return nil
 }
