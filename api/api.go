@@ -81,10 +81,11 @@ type AddRoot struct {
 	Join bool `json:"join,omitempty"`
 	// Orphanage declares the caller a child subreaper and the root's
 	// parent (`lineage run` registering its job): its other children,
-	// the lineage's orphans, are the root's. Where the kernel skipped the
-	// forks that made them (the bpf backend counts fork_misses), they are
-	// adopted into the lineage from the caller's children rather than
-	// escaping. A root whose parent is not the caller is refused (400).
+	// the lineage's orphans, are the root's. Where no one saw the forks
+	// that made them (bpf: skipped fork hooks; proc: a double fork inside
+	// one scan interval), they are adopted into the lineage from the
+	// caller's children rather than escaping. A root whose parent is not
+	// the caller is refused (400).
 	Orphanage bool `json:"orphanage,omitempty"`
 }
 

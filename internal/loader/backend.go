@@ -78,10 +78,12 @@ type RootOptions struct {
 	// Orphanage is a child subreaper the root is a child of (a `lineage
 	// run` front registering its job with the daemon), which inherits the
 	// lineage's orphans: its live children other than the root, born after
-	// the root, can only be the root's, and where the fork hooks skipped
-	// the forks that made them, the BPF backend adopts them as orphans of
-	// the root (as it adopts the orphans this process inherits of a root
-	// it spawned). Zero names none. Its other roots must not name the
-	// same orphanage: an orphan two roots could claim is adopted by none.
+	// the root, can only be the root's. Such a child no one saw fork (the
+	// BPF backend, where its fork hooks skipped runs; the proc backend,
+	// whose scans missed a double fork's middle process) is adopted as an
+	// orphan of the root, as the orphans this process inherits of a root
+	// it spawned are. Register refuses an orphanage that is not the root's
+	// parent. Zero names none. An orphan two roots of one orphanage could
+	// claim is adopted by neither.
 	Orphanage lineage.Identity
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/api"
+	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/testutil"
 	"github.com/lineage-dev/lineage/lineage"
 )
@@ -153,4 +154,30 @@ func sentStop(end api.Ended) bool {
 		}
 	}
 	return false
+}
+
+// Through a daemon with the proc backend, a double fork whose middle
+// process dies before any scan sees it leaves its grandchild to `lineage
+// run`, the job's parent and subreaper, which registered the job as its
+// orphanage: the daemon adopts the grandchild from lineage's children and
+// reaps it (it escaped before, reparented to a process that tracked
+// nothing).
+func TestRunThroughProcDaemonAdoptsTheFrontsOrphans(t *testing.T) {
+	d := startProcDaemon(t)
+	mark := testutil.Marker(t)
+	testutil.CheckNoLeaks(t, mark)
+	const forks = 5
+	script := fmt.Sprintf("i=0; while [ $i -lt %d ]; do (sleep %s &); i=$((i+1)); done; sleep 0.4; exit 5", forks, testutil.Sleep(mark))
+	// runJob fails the test for any survivor.
+	res := runJob(t, mark, []string{"LINEAGE_SOCKET=" + d.sock}, "--", "sh", "-c", script)
+	if res.code != 5 {
+		t.Errorf("exit status %d, want the job's own 5; stderr:\n%s", res.code, res.stderr)
+	}
+	if res.report == nil {
+		t.Fatalf("no JSON report; stderr:\n%s", res.stderr)
+	}
+	variant{"proc via daemon", loader.BackendProc, true}.check(t, res.report)
+	if got := markedOutcomes(res, mark); got != forks {
+		t.Errorf("report accounts for %d of the %d double-forked sleepers; stderr:\n%s", got, forks, res.stderr)
+	}
 }

@@ -48,6 +48,9 @@ type procRoot struct {
 	id      lineage.Identity
 	spawned bool
 	reaping bool
+	// orphanage is the process, the root's parent, declared to inherit
+	// the lineage's orphans (loader.RootOptions.Orphanage); zero if none.
+	orphanage lineage.Identity
 }
 
 // procScan is what one scan of /proc read, and when.
@@ -230,7 +233,7 @@ func (t *procTracker) adoptOne(st lineage.Stat, cur *procScan) bool {
 		return true
 	}
 	if st.PPID != int(t.self.PID) || t.spawned[st.Identity] {
-		return false
+		return t.adoptFromOrphanage(st, cur)
 	}
 	root, ok, ambiguous := t.attribute(st)
 	switch {
@@ -241,6 +244,42 @@ func (t *procTracker) adoptOne(st lineage.Stat, cur *procScan) bool {
 		t.emit(lineage.Event{Kind: lineage.EventFork, Time: lineage.TicksToDuration(st.StartTicks), Process: st.Identity, Comm: st.Comm, Untracked: true})
 	}
 	return true
+}
+
+// adoptFromOrphanage adopts st as an orphan of the root whose declared
+// orphanage st is a child of: the only such root that started before it.
+// It reports whether it is done with st.
+func (t *procTracker) adoptFromOrphanage(st lineage.Stat, cur *procScan) bool {
+	parent, ok := cur.procs[st.PPID]
+	if !ok {
+		return false
+	}
+	var claims []lineage.Identity
+	for id, r := range t.roots {
+		if r.orphanage == parent.Identity && id != st.Identity && id.StartTicks <= st.StartTicks {
+			claims = append(claims, id)
+		}
+	}
+	switch len(claims) {
+	case 0:
+		return false
+	case 1:
+		t.adopt(st, nil, claims[0], cur)
+	default:
+		t.unattributed++
+		t.emit(lineage.Event{Kind: lineage.EventFork, Time: lineage.TicksToDuration(st.StartTicks), Process: st.Identity, Comm: st.Comm, Untracked: true})
+	}
+	return true
+}
+
+// declareOrphanage makes o the orphanage of root, if root is one.
+func (t *procTracker) declareOrphanage(root, o lineage.Identity) error {
+	r, ok := t.roots[root]
+	if !ok {
+		return fmt.Errorf("root %s: %w", root, loader.ErrNotRoot)
+	}
+	r.orphanage = o
+	return nil
 }
 
 // attribute finds the spawned root an orphan reparented to us belongs to:

@@ -556,3 +556,57 @@ func diffEventString(ev lineage.Event) string {
 	}
 	return ev.Kind.String()
 }
+
+// A root's declared orphanage (the `lineage run` front that registered it
+// with the daemon) hands over its children: a process no scan saw fork
+// that is the orphanage's child, born after the root, is the root's
+// orphan; one older than the root, or another process's child, is not;
+// one two roots of the same orphanage could claim is nobody's.
+func TestProcTrackerAdoptsFromADeclaredOrphanage(t *testing.T) {
+	front := lineage.Identity{PID: 70, StartTicks: 900}
+	root := lineage.Identity{PID: 100, StartTicks: 1000}
+	run := func(t *testing.T, roots []lineage.Identity, orphanage lineage.Identity, later []string) ([]string, *procTracker) {
+		tr := newProcTracker(diffSelf)
+		first := []string{"70@900", "71@901", "100@1000 ppid=70", "200@1100 ppid=70"}
+		s0 := parseDiffScan(t, first, time.Second)
+		for _, r := range roots {
+			tr.addRoot(s0.procs[int(r.PID)], front, false, s0, "/bin/sh", []string{"sh"})
+			if err := tr.declareOrphanage(r, orphanage); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tr.diff(nil, s0)
+		s1 := parseDiffScan(t, append(first, later...), 2*time.Second)
+		var got []string
+		for _, ev := range tr.diff(s0.procs, s1) {
+			got = append(got, diffEventString(ev))
+		}
+		slices.Sort(got)
+		return got, tr
+	}
+	later := []string{"102@1020 ppid=70", "103@800 ppid=70", "104@1030 ppid=71", "105@1040 ppid=102"}
+	got, tr := run(t, []lineage.Identity{root}, front, later)
+	want := []string{"exec 102@1020 sh", "fork 102@1020 parent=0@0 root=100@1000", "fork 105@1040 parent=102@1020 root=100@1000"}
+	if !slices.Equal(got, want) {
+		t.Errorf("events:\n got %q\nwant %q", got, want)
+	}
+	if tr.isMember(lineage.Identity{PID: 103, StartTicks: 800}) || tr.isMember(lineage.Identity{PID: 104, StartTicks: 1030}) {
+		t.Error("adopted the orphanage's child older than the root, or another process's child")
+	}
+	if got, _ := run(t, []lineage.Identity{root}, lineage.Identity{}, later); len(got) != 0 {
+		t.Errorf("no orphanage: events %q, want none", got)
+	}
+	// A declared orphanage that is not the process at that pid (its pid
+	// reused) hands over nothing.
+	if got, _ := run(t, []lineage.Identity{root}, lineage.Identity{PID: 70, StartTicks: 5}, later); len(got) != 0 {
+		t.Errorf("an orphanage by another start time: events %q, want none", got)
+	}
+	second := lineage.Identity{PID: 200, StartTicks: 1100}
+	got, tr = run(t, []lineage.Identity{root, second}, front, []string{"106@1200 ppid=70"})
+	if !slices.Equal(got, []string{"fork 106@1200 untracked"}) || tr.unattributed != 1 {
+		t.Errorf("two roots' orphanage: events %q, unattributed %d; want the orphan untracked", got, tr.unattributed)
+	}
+	if err := tr.declareOrphanage(lineage.Identity{PID: 300, StartTicks: 1}, front); !errors.Is(err, loader.ErrNotRoot) {
+		t.Errorf("an orphanage for no root: %v", err)
+	}
+}

@@ -249,12 +249,15 @@ func (p *Poller) Register(id lineage.Identity, opts loader.RootOptions) error {
 	if ps, err := p.reader.Stat(st.PPID); err == nil {
 		parent = ps.Identity
 	}
+	if o := opts.Orphanage; o != (lineage.Identity{}) && o != parent {
+		return fmt.Errorf("register %s: %w orphanage %s: not the root's parent (%s)", id, lineage.ErrInvalid, o, parent)
+	}
 	err = p.change(func(t *procTracker) error {
 		if m, ok := t.members[id.PID]; ok && m.Identity == id {
 			return fmt.Errorf("register %s: %w: member of root %s", id, loader.ErrAlreadyTracked, m.Root)
 		}
 		t.addRoot(st, parent, false, now, "", nil)
-		return nil
+		return t.declareOrphanage(id, opts.Orphanage)
 	})
 	if err != nil {
 		return err
@@ -275,6 +278,16 @@ func (p *Poller) Register(id lineage.Identity, opts loader.RootOptions) error {
 		return fmt.Errorf("register %s: %w", id, err)
 	}
 	return nil
+}
+
+// DeclareOrphanage makes orphanage, which must live, the orphanage of
+// root, a root registered without one: as [loader.RootOptions.Orphanage]
+// at Register.
+func (p *Poller) DeclareOrphanage(root, orphanage lineage.Identity) error {
+	if err := p.fs.Check(orphanage); err != nil {
+		return fmt.Errorf("root %s: orphanage: %w", root, err)
+	}
+	return p.change(func(t *procTracker) error { return t.declareOrphanage(root, orphanage) })
 }
 
 func (p *Poller) isMember(id lineage.Identity) bool {
