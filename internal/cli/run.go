@@ -105,8 +105,8 @@ Exit status: COMMAND's own; 128+N when signal N killed it (or killed
 lineage, for signals not passed on); 123 with --strict when COMMAND exited 0
 but tracking or reaping was incomplete; 124 when the deadline passed; 125
 when lineage itself failed (--user without root, or CAP_SETUID and
-CAP_SETGID, included); 126 when COMMAND could not be run; 127 when it was
-not found.`
+CAP_SETGID, included, and --user naming another user under a setcap
+install); 126 when COMMAND could not be run; 127 when it was not found.`
 
 // Standalone runs a job with a tracker of lineage's own, as j says: the
 // tracker binary's runs it in-process, the front's hands the command line

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/user"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 
 	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/loader"
@@ -34,7 +36,7 @@ type safetyFlags struct {
 func (s *safetyFlags) add(f *pflag.FlagSet) {
 	f.BoolVar(&s.Strict, "strict", false, fmt.Sprintf("exit %d instead of 0 when tracking or reaping was incomplete (processes not tracked, events lost, survivors, refusals)", lineage.ExitIncomplete))
 	f.DurationVar(&s.ReapTimeout, "reap-timeout", defaultReapTimeout, "give up a reap after this long: what is still alive is reported as surviving, and lineage exits")
-	f.StringVar(&s.User, "user", "", "run the command as `USER[:GROUP]` (name or number), with USER's supplementary groups (needs root, or CAP_SETUID and CAP_SETGID); lineage keeps its own privileges")
+	f.StringVar(&s.User, "user", "", "run the command as `USER[:GROUP]` (name or number), with USER's supplementary groups (needs root, or CAP_SETUID and CAP_SETGID of the caller's own: a setcap install runs commands only as the user who runs it); lineage keeps its own privileges")
 }
 
 // parse checks the flags and caps *maxMembers at pid_max, the most
@@ -54,8 +56,45 @@ func (s *safetyFlags) parse(maxMembers *uint32, procRoot string) error {
 		if s.credential, err = lookupCredential(s.User); err != nil {
 			return fmt.Errorf("--user %q: %w", s.User, err)
 		}
+		if err := refuseForeignUserUnderFileCaps(s.credential, os.Getuid(), os.Getgid(), privilegedByFile()); err != nil {
+			return fmt.Errorf("--user %q: %w", s.User, err)
+		}
 	}
 	return nil
+}
+
+// refuseForeignUserUnderFileCaps refuses cred, unless it is the caller's
+// own uid and gid, when lineage runs for a user other than root with
+// privileges its file gave it (a setcap install): those capabilities are
+// the install's, for tracking and reaping, and never let whoever runs
+// lineage act as another user, whatever capabilities the file holds.
+// Root, and a caller whose capabilities are its own (ambient, inherited),
+// may run a command as anyone they could become anyway.
+func refuseForeignUserUnderFileCaps(cred *syscall.Credential, uid, gid int, byFile bool) error {
+	if uid == 0 || !byFile || cred.Uid == uint32(uid) && cred.Gid == uint32(gid) {
+		return nil
+	}
+	return fmt.Errorf("%w: lineage runs with its file's capabilities (a setcap install) for uid %d, who may run commands only as itself", lineage.ErrInvalid, uid)
+}
+
+// atSecure is the auxiliary vector's AT_SECURE (<elf.h>): set by the
+// kernel when the exec raised the process's privileges (set-uid, set-gid,
+// file capabilities).
+const atSecure = 23
+
+// privilegedByFile reports whether this process's exec raised its
+// privileges; where the auxiliary vector can't be read, it assumes so.
+func privilegedByFile() bool {
+	auxv, err := unix.Auxv()
+	if err != nil {
+		return true
+	}
+	for _, kv := range auxv {
+		if kv[0] == atSecure {
+			return kv[1] != 0
+		}
+	}
+	return false
 }
 
 // lookupCredential reads USER[:GROUP], each a name or a number. Without a

@@ -149,3 +149,38 @@ func TestUserRefused(t *testing.T) {
 		})
 	}
 }
+
+// A setcap install runs commands only as the user who runs it: its
+// capabilities are for tracking and reaping, never a way to another uid.
+// Root, and a caller whose capabilities are its own, may name anyone.
+func TestForeignUserRefusedUnderFileCapabilities(t *testing.T) {
+	other := &syscall.Credential{Uid: 0, Gid: 0}
+	self := &syscall.Credential{Uid: 65534, Gid: 65534}
+	for _, c := range []struct {
+		name     string
+		cred     *syscall.Credential
+		uid, gid int
+		byFile   bool
+		refused  bool
+	}{
+		{"setcap install, another user", other, 65534, 65534, true, true},
+		{"setcap install, another group", &syscall.Credential{Uid: 65534, Gid: 0}, 65534, 65534, true, true},
+		{"setcap install, the caller itself", self, 65534, 65534, true, false},
+		{"capabilities of the caller's own", other, 65534, 65534, false, false},
+		{"root", self, 0, 0, true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := refuseForeignUserUnderFileCaps(c.cred, c.uid, c.gid, c.byFile)
+			if got := err != nil; got != c.refused {
+				t.Fatalf("refused %v (%v), want %v", got, err, c.refused)
+			}
+			if c.refused && (!errors.Is(err, lineage.ErrInvalid) || !strings.Contains(err.Error(), "setcap install")) {
+				t.Errorf("got %v, want an invalid-input error naming the setcap install", err)
+			}
+		})
+	}
+	// This test binary was started without raised privileges.
+	if privilegedByFile() {
+		t.Error("the test process reads as privileged by its file")
+	}
+}

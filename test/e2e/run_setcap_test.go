@@ -52,6 +52,15 @@ type setcapInstall struct {
 // can't work (the temporary directory is mounted nosuid).
 func newSetcapInstall(t *testing.T) *setcapInstall {
 	t.Helper()
+	// CAP_KILL too: the bound must hold even where the kernel would let
+	// lineage signal anyone.
+	return newSetcapInstallWith(t, "cap_bpf,cap_perfmon,cap_kill+ep")
+}
+
+// newSetcapInstallWith is newSetcapInstall with the tracker's
+// capabilities as setcap(8) reads them.
+func newSetcapInstallWith(t *testing.T, caps string) *setcapInstall {
+	t.Helper()
 	setcap := testutil.LookTool(t, "setcap")
 	cc := testutil.LookTool(t, "cc")
 	testutil.LookTool(t, "setpriv")
@@ -75,9 +84,8 @@ func newSetcapInstall(t *testing.T) *setcapInstall {
 	tracker := filepath.Join(dir, "lineage-tracker")
 	copyFile(t, trackerBin, tracker)
 	// The capabilities are the tracker's, which the front execve's for a
-	// standalone run. CAP_KILL too: the bound must hold even where the
-	// kernel would let lineage signal anyone.
-	if out, err := exec.Command(setcap, "cap_bpf,cap_perfmon,cap_kill+ep", tracker).CombinedOutput(); err != nil {
+	// standalone run.
+	if out, err := exec.Command(setcap, caps, tracker).CombinedOutput(); err != nil {
 		t.Fatalf("setcap: %v\n%s", err, out)
 	}
 	src := filepath.Join(dir, "become-root.c")
@@ -214,5 +222,51 @@ func TestRunSetcapReapReportsWhatTheUserCantKill(t *testing.T) {
 	}
 	if !strings.Contains(stderr(), "uid 65534, who ran lineage, could not signal it") {
 		t.Errorf("the root-owned members are not reported as refused; stderr:\n%s", stderr())
+	}
+}
+
+// Capabilities to change uids on a setcap install are still not a licence:
+// `--user` runs a command only as the user who ran lineage, never as
+// another (root, here), and the command refused does not run.
+func TestRunSetcapUserRunsOnlyAsTheCaller(t *testing.T) {
+	in := newSetcapInstallWith(t, "cap_bpf,cap_perfmon,cap_kill,cap_setuid,cap_setgid+ep")
+	out := filepath.Join(in.dir, "out")
+	if err := os.Mkdir(out, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(out, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		user    string
+		code    int
+		wantUID string // "" when the command must not run
+	}{
+		{"root", 125, ""},
+		{"0:65534", 125, ""},
+		{"65534", 0, "65534"},
+	} {
+		file := filepath.Join(out, "uid-"+strings.ReplaceAll(c.user, ":", "-"))
+		cmd := lineageCmd("run", "--user", c.user, "--", "sh", "-c", "id -u >"+file)
+		in.asNobody(cmd)
+		output, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != c.code {
+			t.Errorf("--user %s: exit %d, want %d; output:\n%s", c.user, code, c.code, output)
+		}
+		raw, err := os.ReadFile(file)
+		switch {
+		case c.wantUID == "" && err == nil:
+			t.Errorf("--user %s: the command ran, as uid %s; output:\n%s", c.user, strings.TrimSpace(string(raw)), output)
+		case c.wantUID == "" && !strings.Contains(string(output), "setcap install"):
+			t.Errorf("--user %s: the refusal does not name the setcap install:\n%s", c.user, output)
+		case c.wantUID != "" && strings.TrimSpace(string(raw)) != c.wantUID:
+			t.Errorf("--user %s: the command ran as uid %q (%v), want %s; output:\n%s", c.user, strings.TrimSpace(string(raw)), err, c.wantUID, output)
+		}
 	}
 }
