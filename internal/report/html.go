@@ -129,7 +129,7 @@ func (rep *Report) WriteHTML(w io.Writer) error {
 	}
 	d := htmlData{Report: rep, SpanUS: (rep.Last - rep.First).Microseconds()}
 	if len(rep.Header.Command) > 0 {
-		d.CommandLine = lineage.CommandLine(rep.Header.Command, "")
+		d.CommandLine = CommandLine(&Process{Argv: rep.Header.Command})
 	}
 	index := make(map[*Process]int, rep.Summary.Processes)
 	var ups []*Process // the path from a top to the process last visited

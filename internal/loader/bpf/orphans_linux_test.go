@@ -46,41 +46,13 @@ func TestAdoptsTheOrphansASubreaperInherits(t *testing.T) {
 		_ = helper.Wait()
 	})
 
-	// The subshell starts a shell that starts a sleep, then exits: that
-	// shell is an orphan, reparented to this process, with a child.
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "orphan")
 	s := testutil.Sleep(mark)
-	root, _ := spawn(t, b, fmt.Sprintf(`(sh -c 'sleep %[1]s & wait' & echo $! >%[2]s.tmp; mv %[2]s.tmp %[2]s); exec sleep %[1]s`, s, pidFile), loader.RootOptions{})
+	root, _ := spawn(t, b, orphanScript(s, pidFile), loader.RootOptions{})
 	t.Cleanup(func() { killMembers(t, b, root) })
-	var orphan lineage.Identity
-	waitFor(t, "the orphan reparented to this process, with a child", 10*time.Second, func() bool {
-		raw, err := os.ReadFile(pidFile)
-		if err != nil {
-			return false
-		}
-		pid, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
-		st, err := b.proc.Stat(pid)
-		if err != nil || st.PPID != os.Getpid() {
-			return false
-		}
-		orphan = st.Identity
-		return len(childrenOf(b, orphan)) == 1
-	})
-	grandchild := childrenOf(b, orphan)[0]
-	t.Cleanup(func() {
-		// Each is this process's child once the one before is gone.
-		for _, id := range []lineage.Identity{orphan, grandchild} {
-			testutil.KillIdentity(int(id.PID), id.StartTicks)
-			var ws unix.WaitStatus
-			_, _ = unix.Wait4(int(id.PID), &ws, 0, nil)
-		}
-	})
-
-	// As if both fork hooks had skipped the forks that made them.
-	for _, id := range []lineage.Identity{orphan, grandchild} {
-		b.deleteMember(id)
-	}
+	orphan, grandchild := awaitOrphan(t, b, pidFile)
+	forgetForks(b, orphan, grandchild)
 	if ms := memberSet(t, b, root); len(ms) != 1 {
 		t.Fatalf("before the adoption the lineage is %v, want its root alone", ms)
 	}
@@ -88,12 +60,7 @@ func TestAdoptsTheOrphansASubreaperInherits(t *testing.T) {
 		t.Fatal(err)
 	}
 	ms := memberSet(t, b, root)
-	if m, ok := ms[orphan]; !ok || m.Parent != (lineage.Identity{}) {
-		t.Errorf("the orphan: %+v (listed %v), want a member with no parent", m, ok)
-	}
-	if m, ok := ms[grandchild]; !ok || m.Parent != orphan {
-		t.Errorf("the orphan's child: %+v (listed %v), want a member, child of the orphan", m, ok)
-	}
+	checkAdopted(t, ms, orphan, grandchild)
 	for id := range ms {
 		if int(id.PID) == helper.Process.Pid {
 			t.Error("the subreaper's helper was adopted")
@@ -114,13 +81,69 @@ func TestAdoptsTheOrphansASubreaperInherits(t *testing.T) {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0); err != nil {
 		t.Fatal(err)
 	}
-	b.deleteMember(orphan)
-	b.deleteMember(grandchild)
+	forgetForks(b, orphan, grandchild)
 	if err := b.adoptMissedOf(root); err != nil {
 		t.Fatal(err)
 	}
 	if ms := memberSet(t, b, root); len(ms) != 1 {
 		t.Errorf("no subreaper: the lineage is %v, want its root alone", ms)
+	}
+}
+
+// orphanScript is a root's script whose subshell starts a shell that
+// starts a sleep, then exits: that shell is an orphan, reparented to this
+// process (a child subreaper), with a child. The orphan's pid goes to
+// pidFile; the root then sleeps for sleep.
+func orphanScript(sleep, pidFile string) string {
+	return fmt.Sprintf(`(sh -c 'sleep %[1]s & wait' & echo $! >%[2]s.tmp; mv %[2]s.tmp %[2]s); exec sleep %[1]s`, sleep, pidFile)
+}
+
+// awaitOrphan waits for orphanScript's orphan to be this process's child
+// with its own child, and ends both when the test does.
+func awaitOrphan(t *testing.T, b *Tracker, pidFile string) (orphan, grandchild lineage.Identity) {
+	t.Helper()
+	waitFor(t, "the orphan reparented to this process, with a child", 10*time.Second, func() bool {
+		raw, err := os.ReadFile(pidFile)
+		if err != nil {
+			return false
+		}
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
+		st, err := b.proc.Stat(pid)
+		if err != nil || st.PPID != os.Getpid() {
+			return false
+		}
+		orphan = st.Identity
+		return len(childrenOf(b, orphan)) == 1
+	})
+	grandchild = childrenOf(b, orphan)[0]
+	t.Cleanup(func() {
+		// Each is this process's child once the one before is gone.
+		for _, id := range []lineage.Identity{orphan, grandchild} {
+			testutil.KillIdentity(int(id.PID), id.StartTicks)
+			var ws unix.WaitStatus
+			_, _ = unix.Wait4(int(id.PID), &ws, 0, nil)
+		}
+	})
+	return orphan, grandchild
+}
+
+// forgetForks drops ids from the map, as if both fork hooks had skipped
+// the forks that made them.
+func forgetForks(b *Tracker, ids ...lineage.Identity) {
+	for _, id := range ids {
+		b.deleteMember(id)
+	}
+}
+
+// checkAdopted fails t unless ms holds the orphan, with no parent, and its
+// child under it.
+func checkAdopted(t *testing.T, ms map[lineage.Identity]lineage.Member, orphan, grandchild lineage.Identity) {
+	t.Helper()
+	if m, ok := ms[orphan]; !ok || m.Parent != (lineage.Identity{}) {
+		t.Errorf("the orphan: %+v (listed %v), want a member with no parent", m, ok)
+	}
+	if m, ok := ms[grandchild]; !ok || m.Parent != orphan {
+		t.Errorf("the orphan's child: %+v (listed %v), want a member, child of the orphan", m, ok)
 	}
 }
 
@@ -161,7 +184,7 @@ func TestAdoptsTheOrphansOfADeclaredOrphanage(t *testing.T) {
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "orphan")
 	s := testutil.Sleep(mark)
-	cmd := exec.Command("sh", "-c", fmt.Sprintf(`(sh -c 'sleep %[1]s & wait' & echo $! >%[2]s.tmp; mv %[2]s.tmp %[2]s); exec sleep %[1]s`, s, pidFile))
+	cmd := exec.Command("sh", "-c", orphanScript(s, pidFile))
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -179,43 +202,13 @@ func TestAdoptsTheOrphansOfADeclaredOrphanage(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { killMembers(t, b, root) })
-	var orphan lineage.Identity
-	waitFor(t, "the orphan reparented to this process, with a child", 10*time.Second, func() bool {
-		raw, err := os.ReadFile(pidFile)
-		if err != nil {
-			return false
-		}
-		pid, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
-		st, err := b.proc.Stat(pid)
-		if err != nil || st.PPID != os.Getpid() {
-			return false
-		}
-		orphan = st.Identity
-		return len(childrenOf(b, orphan)) == 1
-	})
-	grandchild := childrenOf(b, orphan)[0]
-	t.Cleanup(func() {
-		for _, id := range []lineage.Identity{orphan, grandchild} {
-			testutil.KillIdentity(int(id.PID), id.StartTicks)
-			var ws unix.WaitStatus
-			_, _ = unix.Wait4(int(id.PID), &ws, 0, nil)
-		}
-	})
-
-	// As if both fork hooks had skipped the forks that made them.
-	for _, id := range []lineage.Identity{orphan, grandchild} {
-		b.deleteMember(id)
-	}
+	orphan, grandchild := awaitOrphan(t, b, pidFile)
+	forgetForks(b, orphan, grandchild)
 	if err := b.adoptMissedOf(root); err != nil {
 		t.Fatal(err)
 	}
 	ms := memberSet(t, b, root)
-	if m, ok := ms[orphan]; !ok || m.Parent != (lineage.Identity{}) {
-		t.Errorf("the orphan: %+v (listed %v), want a member with no parent", m, ok)
-	}
-	if m, ok := ms[grandchild]; !ok || m.Parent != orphan {
-		t.Errorf("the orphan's child: %+v (listed %v), want a member, child of the orphan", m, ok)
-	}
+	checkAdopted(t, ms, orphan, grandchild)
 	if len(ms) != 3 {
 		t.Errorf("the lineage is %v, want the root, the orphan and its child", ms)
 	}
@@ -227,9 +220,7 @@ func TestAdoptsTheOrphansOfADeclaredOrphanage(t *testing.T) {
 	if err := b.Register(root, loader.RootOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []lineage.Identity{orphan, grandchild} {
-		b.deleteMember(id)
-	}
+	forgetForks(b, orphan, grandchild)
 	if err := b.adoptMissedOf(root); err != nil {
 		t.Fatal(err)
 	}
