@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import unicodedata
 from typing import Any, Iterator
 
 import pytest
@@ -102,8 +103,59 @@ def _describe(outcome: dict[str, Any], reaping: bool) -> str:
         fate = "left running"
     elif fate == "kept":
         fate = "spared"
-    return "%d@%d %s (age %.2fs, %s)" % (proc["pid"], proc["start"], " ".join(outcome.get("argv") or []) or "?",
+    return "%d@%d %s (age %.2fs, %s)" % (proc["pid"], proc["start"], _command_line(outcome.get("argv") or []),
                                          outcome.get("age_ns", 0) / 1e9, fate)
+
+
+# The words a shell reads as its own in a command's place.
+_RESERVED = frozenset(("case", "coproc", "do", "done", "elif", "else", "esac", "fi", "for", "function",
+                       "if", "in", "select", "then", "time", "until", "while"))
+_BARE_ASCII = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:,+@%=")
+_CONTROL_LETTERS = {"\a": "a", "\b": "b", "\t": "t", "\n": "n", "\v": "v", "\f": "f", "\r": "r"}
+
+
+def _unsafe(ch: str) -> bool:
+    return unicodedata.category(ch) in ("Cc", "Cf") or ch in "\u2028\u2029"
+
+
+def _command_line(argv: list[str]) -> str:
+    """argv for people, as one line that a POSIX shell with $'...' reads
+    back as the same words, as the lineage CLI writes it: a bare word where
+    nothing in it means anything to a shell, else single-quoted, else (with
+    a control or format character) $'...' with such characters escaped.
+    Nothing a leftover put in its argv reaches the terminal raw."""
+    if not argv:
+        return "?"
+    words = []
+    for i, a in enumerate(argv):
+        if any(_unsafe(c) for c in a):
+            words.append(_dollar_quote(a))
+        elif a and all(c in _BARE_ASCII or (ord(c) > 127 and not c.isspace()) for c in a) \
+                and (i > 0 or ("=" not in a and a not in _RESERVED)):
+            words.append(a)
+        else:
+            words.append("'" + a.replace("'", "'\\''") + "'")
+    return " ".join(words)
+
+
+def _dollar_quote(a: str) -> str:
+    out = ["$'"]
+    hexed = False  # the last thing written is a \xNN
+    for c in a:
+        if _unsafe(c):
+            if c in _CONTROL_LETTERS:
+                out.append("\\" + _CONTROL_LETTERS[c])
+                hexed = False
+            else:
+                out.extend("\\x%02x" % b for b in c.encode("utf-8", "surrogateescape"))
+                hexed = True
+            continue
+        if hexed and c in "0123456789abcdefABCDEF":
+            out.append("'$'")  # \xNN then a hex digit: close the quote and open another
+        hexed = False
+        out.append("\\" + c if c in "\\'" else c)
+    out.append("'")
+    return "".join(out)
 
 
 class _Owner:
