@@ -400,10 +400,7 @@ class LineagePlugin:
         if not self.leaks:
             terminalreporter.write_sep("-", "lineage: no test left a process behind")
             return
-        tests = {n for n, k, _ in self.leaks if k == _LEAK}
-        fixtures = {v.split(": ", 1)[0] for _, k, v in self.leaks if k == _FIXTURE_LEAK}
-        terminalreporter.write_sep("=", "lineage: %d test%s and %d fixture%s left processes behind" % (
-            len(tests), "" if len(tests) == 1 else "s", len(fixtures), "" if len(fixtures) == 1 else "s"))
+        terminalreporter.write_sep("=", _summary_title(self.leaks))
         by_test: dict[str, list[tuple[str, str]]] = {}
         for nodeid, key, value in self.leaks:
             by_test.setdefault(nodeid, []).append((key, value))
@@ -412,6 +409,27 @@ class LineagePlugin:
             for key, value in entries:
                 tag = {"lineage_leak": "leak", "lineage_fixture_leak": "fixture leak", "lineage_allowed": "allowed"}[key]
                 terminalreporter.write_line("  %-12s %s" % (tag, value))
+
+
+def _summary_title(leaks: list[tuple[str, str, str]]) -> str:
+    """The terminal summary's title: the tests and fixtures that leaked,
+    counted apart from the processes an allow spared."""
+    tests = {n for n, k, _ in leaks if k == _LEAK}
+    fixtures = {v.split(": ", 1)[0] for _, k, v in leaks if k == _FIXTURE_LEAK}
+    allowed = sum(1 for _, k, _ in leaks if k == _ALLOWED)
+    leakers = " and ".join(_count(n, what) for n, what in ((len(tests), "test"), (len(fixtures), "fixture")) if n)
+    allowed_text = _count(allowed, "allowed process", "allowed processes")
+    if not leakers:
+        return "lineage: no test left a process behind; %s outlived %s test" % (
+            allowed_text, "its" if allowed == 1 else "their")
+    if allowed:
+        return "lineage: %s left processes behind; %s outlived %s test too" % (
+            leakers, allowed_text, "its" if allowed == 1 else "their")
+    return "lineage: %s left processes behind" % leakers
+
+
+def _count(n: int, one: str, many: str = "") -> str:
+    return "%d %s" % (n, one if n == 1 else many or one + "s")
 
 
 __all__ = ["LineagePlugin", "pytest_addoption", "pytest_configure"]

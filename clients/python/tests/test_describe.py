@@ -1,11 +1,12 @@
-"""The pytest plugin's rendering of a leftover's argv: one line a shell reads
-back as the same words, with nothing a process put in its argv reaching the
-terminal raw. It needs no daemon, only bash."""
+"""The pytest plugin's lines for people: a leftover's argv as one line a
+shell reads back as the same words, with nothing a process put in its argv
+reaching the terminal raw, and the summary's title. They need no daemon,
+only bash."""
 
 import subprocess
 import unittest
 
-from lineage_client.pytest_plugin import _command_line, _describe
+from lineage_client.pytest_plugin import _ALLOWED, _FIXTURE_LEAK, _LEAK, _command_line, _describe, _summary_title
 
 ARGVS = [
     ["sleep", "30"],
@@ -50,6 +51,24 @@ class CommandLineTest(unittest.TestCase):
         o = {"process": {"pid": 42, "start": 7}, "argv": ["sh", "-c", "sleep 9\n"], "age_ns": 1.5e9,
              "result": "terminated"}
         self.assertEqual(_describe(o, True), "42@7 sh -c $'sleep 9\\n' (age 1.50s, terminated)")
+
+
+class SummaryTitleTest(unittest.TestCase):
+    def test_counts_what_leaked_apart_from_what_was_allowed(self):
+        fixture = "fixture svc (module scope, test_x.py): 9@9 sleep 9 (age 0.10s, terminated)"
+        leak, allowed = "1@1 sleep 1 (age 0.10s, terminated)", "2@2 sleep 2 (age 0.10s, spared)"
+        cases = [
+            ([("t1", _LEAK, leak), ("t1", _LEAK, leak), ("t2", _LEAK, leak), ("t3", _FIXTURE_LEAK, fixture)],
+             "lineage: 2 tests and 1 fixture left processes behind"),
+            ([("t1", _LEAK, leak)], "lineage: 1 test left processes behind"),
+            ([("t1", _FIXTURE_LEAK, fixture), ("t2", _FIXTURE_LEAK, fixture)],
+             "lineage: 1 fixture left processes behind"),
+            ([("t1", _LEAK, leak), ("t2", _ALLOWED, allowed), ("t3", _ALLOWED, allowed)],
+             "lineage: 1 test left processes behind; 2 allowed processes outlived their test too"),
+            ([("t2", _ALLOWED, allowed)], "lineage: no test left a process behind; 1 allowed process outlived its test"),
+        ]
+        for leaks, want in cases:
+            self.assertEqual(_summary_title(leaks), want)
 
 
 if __name__ == "__main__":
