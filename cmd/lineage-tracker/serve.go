@@ -228,6 +228,13 @@ func (o *serveOptions) recordOptions() (server.RecordOptions, error) {
 }
 
 func runServe(o *serveOptions) error {
+	// A write to stderr once the host that holds its pipe has died fails
+	// with EPIPE instead of ending the daemon, which has sessions to close
+	// for that host. Caught, not ignored, so nothing started from here
+	// inherits SIGPIPE ignored.
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
 	opts, lopts, err := o.options()
 	if err != nil {
 		return err

@@ -5,10 +5,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
-	"reflect"
-
 	"os/exec"
+	"reflect"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -32,6 +32,9 @@ type daemon struct {
 	done   chan error
 	// env is added to the daemon's environment.
 	env []string
+	// deafStderr, when set, makes the daemon's stderr a pipe whose reading
+	// end is closed once the daemon serves, as a host's that died would be.
+	deafStderr bool
 	// pin is the daemon's --pin-dir: a pin root of the test's own, whose
 	// pins are removed when the test ends, or "none".
 	pin string
@@ -91,8 +94,32 @@ func (d *daemon) start(args ...string) {
 	d.cmd.Env = append(d.cmd.Env, d.env...)
 	d.cmd.Stderr = d.stderr
 	served := strings.Count(d.stderr.String(), servingNote)
+	var pw *os.File
+	if d.deafStderr {
+		var pr *os.File
+		var err error
+		if pr, pw, err = os.Pipe(); err != nil {
+			d.t.Fatal(err)
+		}
+		d.cmd.Stderr = pw
+		go func() {
+			// Copied until the daemon serves, then no one reads.
+			defer pr.Close()
+			lines := bufio.NewScanner(pr)
+			for lines.Scan() {
+				fmt.Fprintln(d.stderr, lines.Text())
+				if strings.Contains(lines.Text(), servingNote) {
+					return
+				}
+			}
+		}()
+	}
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := d.cmd.Start(); err != nil {
+	err := d.cmd.Start()
+	if pw != nil {
+		pw.Close()
+	}
+	if err != nil {
 		d.t.Fatal(err)
 	}
 	d.done = make(chan error, 1)
