@@ -171,6 +171,12 @@ func (o *serveOptions) options() (server.Options, server.ListenOptions, error) {
 	if err := loader.ValidateMaxMembers(o.MaxMembers); err != nil {
 		return server.Options{}, server.ListenOptions{}, fmt.Errorf("--max-members: %w", err)
 	}
+	if o.Linger < 0 {
+		return server.Options{}, server.ListenOptions{}, fmt.Errorf("%w option: --linger %v: must not be negative", lineage.ErrInvalid, o.Linger)
+	}
+	if o.Grace <= 0 {
+		return server.Options{}, server.ListenOptions{}, fmt.Errorf("%w option: --grace %v: must be positive", lineage.ErrInvalid, o.Grace)
+	}
 	mode, err := strconv.ParseUint(o.SocketMode, 8, 32)
 	if err != nil || mode > 0o777 {
 		return server.Options{}, server.ListenOptions{}, fmt.Errorf("%w --socket-mode %q: want octal permission bits, at most 0777", lineage.ErrInvalid, o.SocketMode)

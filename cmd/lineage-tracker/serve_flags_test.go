@@ -5,16 +5,19 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lineage-dev/lineage/internal/cli"
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/reap"
 	"github.com/lineage-dev/lineage/internal/server"
 	"github.com/lineage-dev/lineage/lineage"
 )
 
-// Bad record flags are refused before anything starts.
+// Bad record flags, a grace that isn't positive and a negative linger
+// are refused before anything starts.
 func TestServeRecordFlags(t *testing.T) {
-	base := serveOptions{Backend: "auto", SocketMode: "0660", RecordKeep: server.DefaultRecordKeep, MaxMembers: loader.DefaultMaxMembers, PinDir: pinNone}
+	base := serveOptions{Backend: "auto", SocketMode: "0660", RecordKeep: server.DefaultRecordKeep, MaxMembers: loader.DefaultMaxMembers, PinDir: pinNone, Grace: reap.DefaultGrace}
 	for name, tc := range map[string]struct {
 		change func(*serveOptions)
 		ok     bool
@@ -27,6 +30,10 @@ func TestServeRecordFlags(t *testing.T) {
 		"redact, no dir":    {func(o *serveOptions) { o.Redact = "x" }, false},
 		"redact, bad regex": {func(o *serveOptions) { o.RecordDir, o.Redact = "/tmp/r", "(" }, false},
 		"redact":            {func(o *serveOptions) { o.RecordDir, o.Redact = "/tmp/r", `token=\S+` }, true},
+		"grace 0":           {func(o *serveOptions) { o.Grace = 0 }, false},
+		"grace -1s":         {func(o *serveOptions) { o.Grace = -time.Second }, false},
+		"linger -1s":        {func(o *serveOptions) { o.Linger = -time.Second }, false},
+		"linger 2s":         {func(o *serveOptions) { o.Linger = 2 * time.Second }, true},
 	} {
 		o := base
 		tc.change(&o)
@@ -45,7 +52,7 @@ func TestServeRecordFlags(t *testing.T) {
 // --socket-mode and --socket-group reach the listener; bad modes are
 // refused as invalid before anything starts.
 func TestServeSocketFlags(t *testing.T) {
-	o := serveOptions{Backend: "auto", SocketMode: "0640", SocketGroup: "lineage", RecordKeep: server.DefaultRecordKeep, MaxMembers: loader.DefaultMaxMembers, PinDir: pinNone}
+	o := serveOptions{Backend: "auto", SocketMode: "0640", SocketGroup: "lineage", RecordKeep: server.DefaultRecordKeep, MaxMembers: loader.DefaultMaxMembers, PinDir: pinNone, Grace: reap.DefaultGrace}
 	if _, ln, err := o.options(); err != nil || ln.Mode != 0o640 || ln.Group != "lineage" {
 		t.Errorf("listen options %+v, %v; want 0640 and group lineage", ln, err)
 	}
@@ -75,7 +82,7 @@ func TestServeMetricsBadFlags(t *testing.T) {
 // --ring-bytes: a daemon that writes records gets the record's size
 // unless told; a size given wins.
 func TestServeRingBytes(t *testing.T) {
-	base := serveOptions{Backend: "auto", SocketMode: "0660", RecordKeep: server.DefaultRecordKeep, MaxMembers: loader.DefaultMaxMembers, PinDir: pinNone}
+	base := serveOptions{Backend: "auto", SocketMode: "0660", RecordKeep: server.DefaultRecordKeep, MaxMembers: loader.DefaultMaxMembers, PinDir: pinNone, Grace: reap.DefaultGrace}
 	given := base
 	if err := given.RingBytes.Set("64K"); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // ListenOptions say how the socket is made.
@@ -32,8 +34,10 @@ var beforeRename func()
 // and only then is it renamed to path, which the rename refuses to replace.
 // What is at path already is removed only when it is a socket no daemon
 // answers on (a daemon that died); a live daemon's socket, or anything that
-// isn't a socket, is refused and left as it is. The listener removes the
-// socket when it closes, if path is still that socket.
+// isn't a socket, or one it can't tell is dead (its backlog full), is
+// refused and left as it is. A path longer than a Unix socket's address
+// holds is refused: no client could connect to it. The listener removes
+// the socket when it closes, if path is still that socket.
 func Listen(path string, opts ListenOptions) (net.Listener, error) {
 	gid := -1
 	if opts.Group != "" {
@@ -45,6 +49,9 @@ func Listen(path string, opts ListenOptions) (net.Listener, error) {
 	mode := opts.Mode
 	if mode == 0 {
 		mode = 0o660
+	}
+	if abs, err := filepath.Abs(path); err == nil && len(abs) > maxSocketPath {
+		return nil, fmt.Errorf("listen %s: %w: %d bytes, and a Unix socket's address holds at most %d: no client could connect (choose a shorter path)", path, lineage.ErrInvalid, len(abs), maxSocketPath)
 	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -64,8 +71,8 @@ func Listen(path string, opts ListenOptions) (net.Listener, error) {
 	}
 	defer d.Close()
 	const name = "sock"
-	// Bound through the directory's descriptor: the name stays short
-	// whatever the path's length.
+	// Bound through the directory's descriptor, which only this process
+	// can write.
 	old := syscall.Umask(0o177)
 	ln, err := net.Listen("unix", fmt.Sprintf("/proc/self/fd/%d/%s", d.Fd(), name))
 	syscall.Umask(old)
@@ -104,6 +111,10 @@ func Listen(path string, opts ListenOptions) (net.Listener, error) {
 	return &socketListener{UnixListener: ul, path: path, dev: st.Dev, ino: st.Ino}, nil
 }
 
+// maxSocketPath is the longest path a client can connect to: a Unix
+// socket address's sun_path, less its NUL.
+const maxSocketPath = len(unix.RawSockaddrUnix{}.Path) - 1
+
 // clearSocketPath removes what is at path when it is a dead daemon's
 // socket, and refuses anything else that is there.
 func clearSocketPath(path string) error {
@@ -117,9 +128,16 @@ func clearSocketPath(path string) error {
 	if info.Mode().Type() != os.ModeSocket {
 		return fmt.Errorf("listen %s: it is %s, not a socket: refusing to remove it (remove it yourself, or choose another --socket)", path, fileKind(info))
 	}
-	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+	c, err := net.DialTimeout("unix", path, time.Second)
+	switch {
+	case err == nil:
 		c.Close()
 		return fmt.Errorf("listen %s: a daemon already answers there", path)
+	case errors.Is(err, syscall.ENOENT):
+		return nil // removed meanwhile
+	case !errors.Is(err, syscall.ECONNREFUSED):
+		// A full backlog (EAGAIN) or a timeout is a daemon that lives.
+		return fmt.Errorf("listen %s: a socket is there that may be a live daemon's (%w): refusing to remove it", path, err)
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("listen: %w", err)

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // The socket gets the mode and group asked for (lineage serve's
@@ -192,4 +198,68 @@ func TestListenRacedByAnotherUser(t *testing.T) {
 		}
 	}
 	t.Logf("%d sockets made, %d refused", made, refused)
+}
+
+// A path longer than a socket address holds is refused before anything is
+// made: the daemon would bind it (through its directory's descriptor), but
+// no client could connect.
+func TestListenRefusesAPathNoClientReaches(t *testing.T) {
+	dir := t.TempDir()
+	long := filepath.Join(dir, strings.Repeat("a", maxSocketPath-len(dir)-1+1))
+	if _, err := Listen(long, ListenOptions{}); err == nil || !errors.Is(err, lineage.ErrInvalid) || !strings.Contains(err.Error(), fmt.Sprintf("at most %d", maxSocketPath)) {
+		t.Errorf("listen on %d bytes: %v, want refused as invalid, naming the limit", len(long), err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("a refused path left %v", left)
+	}
+	fits := long[:len(long)-1]
+	ln, err := Listen(fits, ListenOptions{})
+	if err != nil {
+		t.Fatalf("listen on %d bytes: %v", len(fits), err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("unix", fits)
+	if err != nil {
+		t.Fatalf("connect to the longest path: %v", err)
+	}
+	c.Close()
+}
+
+// A socket whose listener's backlog is full refuses connections with
+// EAGAIN: it is a live daemon's, busy, and is left in place, not removed as
+// a dead one's.
+func TestListenLeavesABusyDaemonsSocket(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "busy.sock")
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: sock}); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	// Fill the backlog: connections nobody accepts, until one is refused.
+	var full error
+	for i := 0; i < 8 && full == nil; i++ {
+		var c net.Conn
+		if c, full = net.DialTimeout("unix", sock, 100*time.Millisecond); full == nil {
+			defer c.Close()
+		}
+	}
+	if !errors.Is(full, syscall.EAGAIN) {
+		t.Fatalf("filling the backlog: %v, want EAGAIN", full)
+	}
+	before, err := os.Lstat(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Listen(sock, ListenOptions{}); err == nil || !strings.Contains(err.Error(), "may be a live daemon's") {
+		t.Errorf("listen over a busy daemon's socket: %v, want it refused", err)
+	}
+	if after, err := os.Lstat(sock); err != nil || !os.SameFile(before, after) {
+		t.Errorf("the busy daemon's socket after the refusal: %v, want it as it was", err)
+	}
 }
