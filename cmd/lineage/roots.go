@@ -13,12 +13,8 @@ import (
 )
 
 func newCmdRoots(s cli.Streams) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "roots",
-		Short: "Register, list, show and untrack the daemon's roots",
-	}
-	cmd.AddCommand(newCmdRootsAdd(s), newCmdRootsLs(s), newCmdRootsShow(s), newCmdRootsRm(s))
-	return cmd
+	return cli.NewGroup("roots", "Register, list, show and untrack the daemon's roots",
+		newCmdRootsAdd(s), newCmdRootsLs(s), newCmdRootsShow(s), newCmdRootsRm(s))
 }
 
 // newCmdOnRoot is a client command that makes a call on one root,

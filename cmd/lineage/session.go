@@ -6,10 +6,6 @@ import (
 )
 
 func newCmdSession(s cli.Streams) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "session",
-		Short: "Open, list, report on and close the daemon's sessions",
-	}
-	cmd.AddCommand(newCmdSessionOpen(s), newCmdSessionLs(s), newCmdSessionReport(s), newCmdSessionClose(s))
-	return cmd
+	return cli.NewGroup("session", "Open, list, report on and close the daemon's sessions",
+		newCmdSessionOpen(s), newCmdSessionLs(s), newCmdSessionReport(s), newCmdSessionClose(s))
 }

@@ -11,9 +11,7 @@ import (
 )
 
 func newCmdTurn(s cli.Streams) *cobra.Command {
-	cmd := &cobra.Command{Use: "turn", Short: "End an agent's turn"}
-	cmd.AddCommand(newCmdTurnEnd(s))
-	return cmd
+	return cli.NewGroup("turn", "End an agent's turn", newCmdTurnEnd(s))
 }
 
 func newCmdTurnEnd(s cli.Streams) *cobra.Command {

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -87,6 +88,13 @@ lineage polls /proc instead.`,
 // error.
 func Execute(root *cobra.Command, s Streams, args []string) int {
 	root.SetArgs(args)
+	// cobra's completion command holds subcommands only, as a group does.
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" && !c.Runnable() {
+			asGroup(c)
+		}
+	}
 	err := root.Execute()
 	if err == nil {
 		return 0
@@ -97,4 +105,31 @@ func Execute(root *cobra.Command, s Streams, args []string) int {
 	}
 	fmt.Fprintf(s.Err, "lineage: %v\n", err)
 	return lineage.ExitFailure
+}
+
+// NewGroup returns a command that only holds subs. Alone it prints its
+// help; with an argument that names none of subs it fails, naming the
+// argument, as the root does for an unknown command: a mistyped
+// subcommand must not pass for success in a script.
+func NewGroup(use, short string, subs ...*cobra.Command) *cobra.Command {
+	cmd := &cobra.Command{Use: use, Short: short}
+	asGroup(cmd)
+	cmd.AddCommand(subs...)
+	return cmd
+}
+
+// asGroup makes cmd, which only holds subcommands, refuse an unknown one.
+func asGroup(cmd *cobra.Command) {
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.SuggestionsMinimumDistance = 2 // as close as cobra's own suggestions for the root
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if near := cmd.SuggestionsFor(args[0]); len(near) > 0 {
+			msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(near, " or "))
+		}
+		return fmt.Errorf("%s; see '%s --help'", msg, cmd.CommandPath())
+	}
 }
