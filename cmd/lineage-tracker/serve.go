@@ -308,8 +308,13 @@ func runUninstall(o *serveOptions) error {
 	if pin == "" {
 		return fmt.Errorf("--uninstall: %w: --pin-dir %s names nothing to unpin", lineage.ErrInvalid, pinNone)
 	}
-	if err := bpf.Unpin(pin); err != nil {
+	n, err := bpf.Unpin(pin)
+	if err != nil {
 		return err
+	}
+	if n == 0 {
+		fmt.Fprintf(o.s.Err, "lineage: no tracker is pinned under %s: nothing to unpin\n", pin)
+		return nil
 	}
 	fmt.Fprintf(o.s.Err, "lineage: unpinned the tracker under %s: nothing tracks the open sessions' processes now\n", pin)
 	return nil

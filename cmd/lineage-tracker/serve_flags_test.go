@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +105,23 @@ func TestServeRingBytes(t *testing.T) {
 		if err != nil || opts.Tracker.RingBytes != c.want {
 			t.Errorf("%s: ring %d, %v; want %d", name, opts.Tracker.RingBytes, err, c.want)
 		}
+	}
+}
+
+// --uninstall of a --pin-dir that holds no tracker (a typo, or a directory
+// off bpffs where the daemon pinned nothing) says so, succeeds, and leaves
+// the directory.
+func TestServeUninstallOfNothingPinned(t *testing.T) {
+	made := t.TempDir()
+	for _, dir := range []string{made, made + "/no-such-dir"} {
+		var out strings.Builder
+		root := newRootCmd(cli.Streams{In: strings.NewReader(""), Out: &out, Err: &out})
+		root.SetArgs([]string{"serve", "--uninstall", "--pin-dir", dir})
+		if err := root.Execute(); err != nil || !strings.Contains(out.String(), "no tracker is pinned under "+dir) {
+			t.Errorf("--uninstall --pin-dir %s: %v, %q; want it to say nothing was pinned", dir, err, out.String())
+		}
+	}
+	if _, err := os.Stat(made); err != nil {
+		t.Errorf("the pin dir after --uninstall: %v, want it left", err)
 	}
 }

@@ -386,34 +386,43 @@ func removeSet(dir string) error {
 }
 
 // Unpin removes every tracker set pinned under root, of any layout, and
-// root itself when that leaves it empty. Their programs detach and their
-// lineages are tracked no more: the processes live on, untracked. It
+// returns how many it removed; when it removed one, root goes too if that
+// leaves it empty and it is not a mount point. Their programs detach and
+// their lineages are tracked no more: the processes live on, untracked. It
 // refuses while a tracker has root open. Nothing under root is touched that
-// is not a set's directory. Unpinning what is not there is no error.
-func Unpin(root string) error {
+// is not a set's directory, and a root that held no set is left as it is.
+// Unpinning what is not there is no error.
+func Unpin(root string) (int, error) {
 	lock, err := lockDir(root, false)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return nil
+		return 0, nil
 	case errors.Is(err, unix.EWOULDBLOCK):
-		return fmt.Errorf("unpin %s: a running tracker holds it: stop it first", root)
+		return 0, fmt.Errorf("unpin %s: a running tracker holds it: stop it first", root)
 	case err != nil:
-		return fmt.Errorf("unpin: %w", err)
+		return 0, fmt.Errorf("unpin: %w", err)
 	}
 	defer lock.Close()
 	entries, err := os.ReadDir(root)
 	if err != nil {
-		return fmt.Errorf("unpin %s: %w", root, err)
+		return 0, fmt.Errorf("unpin %s: %w", root, err)
 	}
+	removed := 0
 	for _, e := range entries {
 		if e.IsDir() && strings.HasPrefix(e.Name(), "v") {
 			if err := removeSet(filepath.Join(root, e.Name())); err != nil {
-				return err
+				return removed, err
 			}
+			removed++
 		}
 	}
-	if err := os.Remove(root); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTEMPTY) {
-		return fmt.Errorf("unpin %s: %w", root, err)
+	if removed == 0 {
+		return 0, nil
 	}
-	return nil
+	// A mount point (bpffs mounted at root) is busy; the kernel's own
+	// files (maps.debug, progs.debug) leave it not empty.
+	if err := os.Remove(root); err != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, syscall.ENOTEMPTY) && !errors.Is(err, syscall.EBUSY) {
+		return removed, fmt.Errorf("unpin %s: %w", root, err)
+	}
+	return removed, nil
 }

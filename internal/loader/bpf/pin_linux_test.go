@@ -142,14 +142,14 @@ func TestPinnedSetKeepsItsSize(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := Unpin(root); err != nil {
-		t.Fatal(err)
+	if n, err := Unpin(root); err != nil || n != 1 {
+		t.Fatalf("Unpin: %d sets, %v; want 1", n, err)
 	}
 	if _, err := os.Stat(root); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("pin root after Unpin: %v, want it gone", err)
 	}
-	if err := Unpin(root); err != nil {
-		t.Errorf("unpinning nothing: %v", err)
+	if n, err := Unpin(root); err != nil || n != 0 {
+		t.Errorf("unpinning nothing: %d sets, %v", n, err)
 	}
 }
 
@@ -162,7 +162,7 @@ func TestPinnedSetIsHeldByOneTracker(t *testing.T) {
 		second.Close()
 		t.Fatal("a second tracker opened a held pin root")
 	}
-	if err := Unpin(root); err == nil {
+	if _, err := Unpin(root); err == nil {
 		t.Fatal("Unpin of a held pin root succeeded")
 	}
 	p, _ := b.Pinned()
@@ -172,7 +172,7 @@ func TestPinnedSetIsHeldByOneTracker(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := Unpin(root); err != nil {
-		t.Fatalf("Unpin once closed: %v", err)
+	if n, err := Unpin(root); err != nil || n != 1 {
+		t.Fatalf("Unpin once closed: %d sets, %v; want 1", n, err)
 	}
 }
