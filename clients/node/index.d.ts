@@ -123,7 +123,11 @@ export declare class Client {
   readonly lineage: string;
   request(method: string, path: string, body?: unknown): Promise<any>;
   status(): Promise<Answer>;
-  openSession(options?: { id?: string; kind?: string; label?: string; parent?: string }): Promise<Answer>;
+  /** Opens a session; owner's end closes it, keep are its first keep rules (PID@START, root:PID@START, exe:PATH); an unknown option is a TypeError. */
+  openSession(options?: {
+    id?: string; kind?: string; label?: string; parent?: string;
+    owner?: string | Identity | [number, number]; keep?: string[]; selfClose?: boolean;
+  }): Promise<Answer>;
   /** A session by its id; an empty id rejects with a TypeError, as do turnEnd, sessionClose and report. */
   session(id: string): Promise<Answer>;
   turnEnd(id: string): Promise<Answer>;

@@ -33,6 +33,13 @@ function identityString(id) {
   return `${id.pid}@${id.start}`;
 }
 
+/** An identity as the API's object, {pid, start}; a TypeError when it names none. */
+function identityObject(id) {
+  const m = /^(\d+)@(\d+)$/.exec(identityString(id));
+  if (!m) throw new TypeError(`not an identity (PID@START): ${JSON.stringify(id)}`);
+  return { pid: Number(m[1]), start: Number(m[2]) };
+}
+
 /** Field 22 of /proc/PID/stat: the kernel's start time of pid. */
 function startTicks(pid) {
   const stat = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
@@ -135,9 +142,24 @@ class Client {
 
   status() { return this.request('GET', '/v1/status'); }
 
+  /**
+   * Opens a session (the daemon names it when id is not given). owner, an
+   * identity, closes it when that process ends; keep are its first keep
+   * rules; selfClose lets a member close it. An option it doesn't know is
+   * a TypeError, not dropped.
+   */
   openSession(options = {}) {
     const body = {};
-    for (const k of ['id', 'kind', 'label', 'parent']) if (options[k] !== undefined) body[k] = options[k];
+    for (const [k, v] of Object.entries(options)) {
+      if (v === undefined) continue;
+      switch (k) {
+        case 'id': case 'kind': case 'label': case 'parent': body[k] = v; break;
+        case 'owner': body.owner = identityObject(v); break;
+        case 'keep': body.keep = Array.from(v, String); break;
+        case 'selfClose': body.self_close = Boolean(v); break;
+        default: throw new TypeError(`openSession: unknown option ${JSON.stringify(k)}`);
+      }
+    }
     return this.request('POST', '/v1/sessions', body);
   }
 

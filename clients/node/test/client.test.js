@@ -142,6 +142,35 @@ test('events end when the session closes', { skip }, async () => {
   assert.equal(kinds[kinds.length - 1], 'end');
 });
 
+test('a session opened with an owner and keeps closes when its owner ends', { skip }, async () => {
+  const session = sessionName('owned');
+  const { spawn } = require('node:child_process');
+  const owner = spawn('sleep', [`60.${MARK}`], { stdio: 'ignore' });
+  await waitUntil(() => startTicks(owner.pid) !== null, 'the owner to start');
+  const ownerId = `${owner.pid}@${startTicks(owner.pid)}`;
+  try {
+    const opened = await client.openSession({
+      id: session, kind: 'autonomous', owner: ownerId, keep: ['exe:/usr/bin/redis-server'], selfClose: true,
+    });
+    assert.deepEqual(opened.owner, { pid: owner.pid, start: startTicks(owner.pid) });
+    assert.deepEqual(opened.keeps.map((k) => k.rule), ['exe:/usr/bin/redis-server']);
+    assert.equal(opened.self_close, true);
+  } finally {
+    owner.kill('SIGKILL');
+  }
+  await new Promise((resolve) => (owner.exitCode !== null || owner.signalCode !== null ? resolve() : owner.once('exit', resolve)));
+  const deadline = Date.now() + 10000;
+  for (;;) {
+    const gone = await client.session(session).then(() => false, (e) => e instanceof LineageError && e.code === 'not_found');
+    if (gone) break;
+    if (Date.now() > deadline) assert.fail('the session is still open after its owner ended');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  // What it can't send is refused here, not dropped.
+  assert.throws(() => client.openSession({ id: session, kep: ['exe:/bin/x'] }), TypeError);
+  assert.throws(() => client.openSession({ id: session, owner: 'nobody' }), TypeError);
+});
+
 test('bad input is refused and runs nothing', { skip }, async () => {
   await assert.rejects(client.keep('not-an-identity'), (e) => e instanceof LineageError && e.code === 'invalid' && e.status === 400);
   await assert.rejects(client.turnEnd(sessionName('none')), (e) => e.code === 'not_found');

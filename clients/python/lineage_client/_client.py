@@ -210,10 +210,14 @@ class Client:
         return self._call("GET", "/v1/status")  # type: ignore[no-any-return]
 
     def open_session(self, session: str | None = None, kind: str | None = None, label: str | None = None,
-                     parent: str | None = None, owner: Any = None) -> dict[str, Any]:
+                     parent: str | None = None, owner: Any = None, keep: Any = None,
+                     self_close: bool = False) -> dict[str, Any]:
         """Opens a session (the daemon names it when ``session`` is None)
         and returns it. ``kind`` is "interactive" or "autonomous";
-        ``owner``, an identity, closes the session when that process ends."""
+        ``owner``, an identity, closes the session when that process ends;
+        ``keep``, keep rules (``PID@START``, ``root:PID@START``,
+        ``exe:PATH``), spare processes from every reap of the session;
+        ``self_close`` lets a member of the session close it."""
         body: dict[str, Any] = {}
         for key, value in (("id", session), ("kind", kind), ("label", label), ("parent", parent)):
             if value is not None:
@@ -221,6 +225,12 @@ class Client:
         if owner is not None:
             pid, start = identity_string(owner).split("@")
             body["owner"] = {"pid": int(pid), "start": int(start)}
+        if keep is not None:
+            if isinstance(keep, str):
+                raise TypeError("keep is a list of rules, not one string")
+            body["keep"] = [str(k) for k in keep]
+        if self_close:
+            body["self_close"] = True
         return self._call("POST", "/v1/sessions", body)  # type: ignore[no-any-return]
 
     def session(self, session: str) -> dict[str, Any]:

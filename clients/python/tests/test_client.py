@@ -240,6 +240,31 @@ class ClientTest(unittest.TestCase):
         self.assertIn(pid, [o["process"]["pid"] for o in closed.outcomes if o["result"] in ("terminated", "killed")])
         self.assertTrue(wait_gone(pid, start))
 
+    def test_a_session_with_an_owner_and_keeps_closes_when_its_owner_ends(self):
+        s = session_name("owned")
+        owner = subprocess.Popen(["sleep", SLEEP])
+        try:
+            start = start_ticks(owner.pid)
+            opened = self.client.open_session(s, kind="autonomous", owner=(owner.pid, start),
+                                              keep=["exe:/usr/bin/redis-server"], self_close=True)
+            self.assertEqual(opened["owner"], {"pid": owner.pid, "start": start})
+            self.assertEqual([k["rule"] for k in opened["keeps"]], ["exe:/usr/bin/redis-server"])
+            self.assertTrue(opened["self_close"])
+        finally:
+            owner.kill()
+            owner.wait()
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                self.client.session(s)
+            except LineageError as e:
+                self.assertEqual(e.code, "not_found")
+                break
+            self.assertLess(time.monotonic(), deadline, "the session is still open after its owner ended")
+            time.sleep(0.02)
+        with self.assertRaises(TypeError):
+            self.client.open_session(session_name("one-string"), keep="exe:/usr/bin/redis-server")
+
     def test_events_end_when_the_session_closes(self):
         s = session_name("events")
         self.client.open_session(s, kind="autonomous")
