@@ -20,7 +20,8 @@ type Member struct {
 	Ended  time.Duration `json:"-"`
 	Exited bool          `json:"exited"`
 	Status ExitStatus    `json:"status,omitempty"`
-	// Contained is set when the member was killed at birth during a reap.
+	// Contained is set when the member was killed at birth during a reap
+	// (not when the full membership shut it out: see [Event.Untracked]).
 	Contained bool `json:"contained,omitempty"`
 }
 
@@ -98,7 +99,9 @@ func (t *Tree) Apply(ev Event) {
 		if m.Forked == 0 {
 			m.Forked = ev.Time
 		}
-		if ev.Contained {
+		if ev.Contained && !ev.Untracked {
+			// Untracked too, it was killed for the full membership
+			// (--on-full=kill), not contained by a reap.
 			m.Contained = true
 		}
 	case EventExec:

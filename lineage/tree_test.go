@@ -116,6 +116,25 @@ func TestTreeNamesAMemberByItsExec(t *testing.T) {
 	}
 }
 
+// Contained is a reap's kill at birth only: a fork the full membership
+// shut out (untracked, and killed with --on-full=kill) is not contained.
+func TestTreeContainedIsTheReapsKillAtBirth(t *testing.T) {
+	r, reaped, full := id(100, 10), id(101, 11), id(102, 12)
+	tr := NewTree()
+	for _, ev := range []Event{
+		{Kind: EventFork, Process: r, Root: r, IsRoot: true},
+		{Kind: EventFork, Process: reaped, Parent: r, Root: r, Contained: true},
+		{Kind: EventFork, Process: full, Parent: r, Root: r, Untracked: true, Contained: true},
+	} {
+		tr.Apply(ev)
+	}
+	for who, want := range map[Identity]bool{reaped: true, full: false} {
+		if m, _ := tr.Get(who); m.Contained != want {
+			t.Errorf("%v: contained %v, want %v", who, m.Contained, want)
+		}
+	}
+}
+
 func TestTreeKeepsAPidReusedByAStranger(t *testing.T) {
 	tr := NewTree()
 	r := id(100, 10)

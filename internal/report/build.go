@@ -127,9 +127,11 @@ func (rep *Report) add(procs map[lineage.Identity]*Process, ev record.Event) {
 	rep.Last = max(rep.Last, ev.Boot)
 	switch ev.Kind {
 	case record.KindLoss:
-		rep.Summary.Lost += ev.Count
-		rep.Summary.Losses++
 		g := gapOf(ev)
+		if !g.Escapes { // a count of processes, not of events
+			rep.Summary.Lost += ev.Count
+		}
+		rep.Summary.Losses++
 		if g.Placed {
 			if rep.First == 0 || g.From < rep.First {
 				rep.First = g.From

@@ -26,8 +26,9 @@ type Gap struct {
 	// of them without saying which).
 	Named   int `json:"named,omitempty"`
 	Omitted int `json:"named_omitted,omitempty"`
-	// Escapes is set for a count of processes that escaped tracking (the
-	// membership was full) rather than of events lost: it marks nothing.
+	// Escapes is set for a count of processes the full membership could not
+	// hold (escaped, or killed at birth with --on-full=kill) rather than of
+	// events lost: it marks nothing, and is not in the summary's Lost.
 	Escapes bool `json:"escapes,omitempty"`
 	// Touched counts the processes the report marks for this gap: named
 	// by it, or whose missing event's time lies in it.

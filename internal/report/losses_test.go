@@ -196,7 +196,7 @@ func checkTextMarks(t *testing.T, rep *Report, placed bool, want map[lineage.Ide
 	if placed {
 		line = "events lost: 6, between +0.200s and +0.300s, naming 2 processes: 4 processes touched"
 	}
-	for _, s := range []string{line, "untracked: the membership map was full: 3 (processes that escaped tracking", fmt.Sprintf("%d processes marked", len(want))} {
+	for _, s := range []string{line, "untracked: the membership map was full: 3 (processes the full membership map could not hold", fmt.Sprintf("%d processes marked", len(want))} {
 		if !strings.Contains(text, s) {
 			t.Errorf("the text lacks %q:\n%s", s, text)
 		}

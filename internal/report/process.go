@@ -92,6 +92,14 @@ func (p *Process) apply(ev record.Event) {
 	case record.KindFork:
 		p.ForkSeen, p.Start = true, ev.Boot
 		p.IsRoot, p.Untracked, p.Contained = ev.IsRoot, ev.Untracked, ev.Contained
+		if ev.Untracked && ev.Contained && !p.Ended {
+			// The membership was full and --on-full=kill: killed at
+			// birth, never a member, so no exit of it will come.
+			p.Ended, p.End, p.Exit = true, ev.Boot, &record.Exit{Signal: "KILL"}
+			if p.Reason == "" {
+				p.Reason = untrackedKilled
+			}
+		}
 	case record.KindExec:
 		p.Exe, p.Argv, p.UID, p.EUID = ev.Exe, ev.Argv, ev.UID, ev.EUID
 		p.ArgvTruncated, p.Redacted = ev.ArgvTruncated, ev.Redacted
@@ -132,6 +140,10 @@ func (p *Process) setResult(ev record.Event) {
 		p.Reason = ev.Reason
 	}
 }
+
+// untrackedKilled is the reason given for a process killed at birth
+// because the membership could not hold it.
+const untrackedKilled = "killed at birth: the membership map was full, --on-full=kill"
 
 // settle decides the outcome once every event is in.
 func (p *Process) settle() {

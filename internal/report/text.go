@@ -210,6 +210,9 @@ func (t *textWriter) end(p *Process) (string, string) {
 		}
 		return "still alive at the end of the record" + reason, styleLeak
 	case lineage.Exited:
+		if p.Untracked && p.Contained {
+			return p.Exit.String() + reason, styleReap
+		}
 		return p.Exit.String(), ""
 	}
 	return "end unknown", ""

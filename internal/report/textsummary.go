@@ -103,7 +103,7 @@ func (t *textWriter) losses() {
 func (t *textWriter) gapLine(g Gap) string {
 	s := fmt.Sprintf("%s: %d", lineage.Printable(g.what()), g.Count)
 	if g.Escapes {
-		return s + " (processes that escaped tracking: no event of the record's is missing)"
+		return s + " (processes the full membership map could not hold, killed at birth or let run untracked as --on-full said: no event of the record's is missing)"
 	}
 	if g.Placed {
 		s += fmt.Sprintf(", between +%s and +%s", seconds(g.From-t.rep.First), seconds(g.To-t.rep.First))
