@@ -326,8 +326,11 @@ func (r *records) closeLater(session string, uid uint32) {
 }
 
 // closingUID is the uid of session's last close not yet carried out, if
-// one is.
+// one is (none without records).
 func (r *records) closingUID(session string) (uint32, bool) {
+	if r == nil {
+		return 0, false
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c, ok := r.closing[session]

@@ -158,6 +158,11 @@ func (s *Server) newSession(req api.OpenSession, p Peer) (*session, error) {
 	if _, ok := s.reg.sessions[req.ID]; ok {
 		return nil, taken(req.ID)
 	}
+	if uid, writing := s.records.closingUID(req.ID); writing && uid != p.UID {
+		// The closed session's record takes its late events for a few
+		// seconds more, by id: another uid's would be written into it.
+		return nil, taken(req.ID)
+	}
 	if req.Parent != "" {
 		if _, err := s.lookupOpen(req.Parent, p); err != nil {
 			return nil, fmt.Errorf("parent: %w", err)

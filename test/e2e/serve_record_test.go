@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/testutil"
 )
 
@@ -146,4 +148,26 @@ func checkSessionReport(t *testing.T, path string, sleeper int, mark string) {
 	if !s.Leaked || (s.Outcome != "terminated" && s.Outcome != "killed") || len(s.Signals) == 0 {
 		t.Errorf("sleeper %+v: want leaked at the turn end, then reaped at the close", s)
 	}
+}
+
+// A session id another uid closed moments ago is refused while its record
+// still takes the events that name the id: the new session's events would
+// be written into the other uid's record. The same uid may reopen it.
+func TestServeRecordOfAClosedSessionTakesNoOtherUIDsEvents(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "records")
+	d := startDaemon(t, "", "--record-dir", dir)
+	n := asNobody(t, d)
+	if msg, code := n.lineage("session", "open", "reused", "--kind", "autonomous"); code != 0 {
+		t.Fatalf("uid 65534's session open: %s", msg)
+	}
+	if msg, code := n.lineage("session", "close", "reused"); code != 0 {
+		t.Fatalf("uid 65534's session close: %s", msg)
+	}
+	if code := d.apiStatus("POST", "/v1/sessions", api.OpenSession{ID: "reused", Kind: "autonomous"}); code != http.StatusConflict {
+		t.Errorf("root opening the id uid 65534 just closed: status %d, want 409 while its record is written", code)
+	}
+	if msg, code := n.lineage("session", "open", "reused", "--kind", "autonomous"); code != 0 {
+		t.Errorf("uid 65534 reopening its own id: %s", msg)
+	}
+	n.lineage("session", "close", "reused")
 }
