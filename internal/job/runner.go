@@ -5,10 +5,12 @@ package job
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lineage-dev/lineage/api"
@@ -28,13 +30,16 @@ type Runner struct {
 	c      *client.Client
 	opts   RunnerOptions
 	status api.Status
+	// session is the job's session id, chosen when the Runner opens.
+	session string
 	// open: the session may be open on the daemon (registered, not ended).
 	open bool
 }
 
 // RunnerOptions say how a Runner's session is opened.
 type RunnerOptions struct {
-	// Self is the calling process: it names the session.
+	// Self is the calling process: it names the session (with a random
+	// suffix, so that no one can take the id first).
 	Self lineage.Identity
 	// Owned makes Self the session's owner: its death makes the daemon
 	// close the session, reaping the job.
@@ -48,7 +53,7 @@ type RunnerOptions struct {
 // OpenRunner asks the daemon c talks to whether it answers, and tracks
 // with the backend asked for.
 func OpenRunner(ctx context.Context, c *client.Client, opts RunnerOptions) (*Runner, error) {
-	r := &Runner{c: c, opts: opts}
+	r := &Runner{c: c, opts: opts, session: runSessionID(opts.Self)}
 	var err error
 	if r.status, err = c.Status(ctx); err != nil {
 		return nil, err
@@ -59,10 +64,15 @@ func OpenRunner(ctx context.Context, c *client.Client, opts RunnerOptions) (*Run
 	return r, nil
 }
 
-// Session is the job's session id.
-func (r *Runner) Session() string {
-	return fmt.Sprintf("run-%d-%d", r.opts.Self.PID, r.opts.Self.StartTicks)
+// runSessionID names the session of a run by the calling process self,
+// with a random suffix not to be guessed: another uid who opened the id
+// first would push the run off the daemon.
+func runSessionID(self lineage.Identity) string {
+	return fmt.Sprintf("run-%d-%d-%s", self.PID, self.StartTicks, strings.ToLower(rand.Text()[:10]))
 }
+
+// Session is the job's session id: run-PID-START- and a random suffix.
+func (r *Runner) Session() string { return r.session }
 
 // Backend is the daemon's backend.
 func (r *Runner) Backend() string { return r.status.Backend }
