@@ -368,11 +368,11 @@ func TestStatReaderSignals(t *testing.T) {
 }
 
 func TestParseStatus(t *testing.T) {
-	s, err := ParseStatus(7, []byte("Name:\tsleep\nNSpid:\t4242\t1\nSigIgn:\t0000000000004000\nSigCgt:\t0000000000000002\n"))
+	s, err := ParseStatus(7, []byte("Name:\tsleep\nTgid:\t4240\nNSpid:\t4242\t1\nSigIgn:\t0000000000004000\nSigCgt:\t0000000000000002\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !s.NamespaceInit() || s.SigIgn != 1<<(syscall.SIGTERM-1) || s.SigCgt != 2 {
+	if !s.NamespaceInit() || s.SigIgn != 1<<(syscall.SIGTERM-1) || s.SigCgt != 2 || s.Tgid != 4240 {
 		t.Errorf("parsed %+v", s)
 	}
 }

@@ -18,6 +18,9 @@ type Status struct {
 	NSpid []int
 	// UIDs are the real, effective and saved user ids.
 	UIDs UIDs
+	// Tgid is the process the task belongs to: the pid itself for a
+	// process, another for a thread of it.
+	Tgid int
 }
 
 // NamespaceInit reports whether the process is the init (pid 1) of a PID
@@ -62,6 +65,8 @@ func ParseStatus(pid int, data []byte) (Status, error) {
 				}
 			}
 			s.UIDs = UIDs{Real: uint32(ids[0]), Effective: uint32(ids[1]), Saved: uint32(ids[2])}
+		case "Tgid":
+			s.Tgid, err = strconv.Atoi(string(val))
 		case "NSpid":
 			for _, f := range bytes.Fields(val) {
 				n, perr := strconv.Atoi(string(f))

@@ -23,6 +23,15 @@ func (s *Server) identityOf(pid int64, start uint64) (lineage.Identity, error) {
 	return id, s.proc.Check(id)
 }
 
+// refuseThread refuses a thread's id: it names no process (a thread's
+// forks are its process's), and a root of it would track nothing.
+func (s *Server) refuseThread(id lineage.Identity) error {
+	if st, err := s.proc.Status(int(id.PID)); err == nil && st.Tgid != 0 && st.Tgid != int(id.PID) {
+		return fmt.Errorf("register: %w: pid %d is a thread of process %d, not a process: register the process", lineage.ErrInvalid, id.PID, st.Tgid)
+	}
+	return nil
+}
+
 func (s *Server) addRoot(r *http.Request, p Peer) (int, any, error) {
 	req, err := DecodeAddRoot(r.Body)
 	if err != nil {
@@ -33,6 +42,9 @@ func (s *Server) addRoot(r *http.Request, p Peer) (int, any, error) {
 		return 0, nil, fmt.Errorf("register: %w", err)
 	}
 	if err := s.mayRegister(p, id); err != nil {
+		return 0, nil, err
+	}
+	if err := s.refuseThread(id); err != nil {
 		return 0, nil, err
 	}
 	var orphanage *lineage.Identity

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -55,6 +56,7 @@ func TestServeRefusesBadInputAndChangesNothing(t *testing.T) {
 	if err := gone.Run(); err != nil {
 		t.Fatal(err)
 	}
+	thread := threadOf(t, mark)
 	before := snapshot(t, d)
 	root := fmt.Sprintf("%d@%d", livePID, liveStart)
 	for _, c := range []struct {
@@ -77,6 +79,7 @@ func TestServeRefusesBadInputAndChangesNothing(t *testing.T) {
 		{"POST", "/v1/roots", fmt.Sprintf(`{"pid":%d,"start":%d,"session":"keep"}`, livePID, liveStart), 409},
 		{"POST", "/v1/roots", fmt.Sprintf(`{"pid":%d,"session":"../x"}`, livePID), 400},
 		{"POST", "/v1/roots", fmt.Sprintf(`{"pid":%d}`, livePID), 400},
+		{"POST", "/v1/roots", fmt.Sprintf(`{"pid":%d,"session":"a"}`, thread), 400},
 		{"POST", "/v1/sessions", `{"id":"keep"}`, 409},
 		{"POST", "/v1/sessions", `{"id":"x","parent":"nope"}`, 404},
 		{"POST", "/v1/sessions", `{"id":"x","owner":{"pid":1,"start":1}}`, 400},
@@ -126,6 +129,29 @@ func TestServeRefusesBadInputAndChangesNothing(t *testing.T) {
 	}
 	d.do("POST", "/v1/sessions/plain/close", nil, nil)
 	d.do("POST", "/v1/sessions/keep/close", nil, nil)
+}
+
+// threadOf starts a process with a second thread, both living a finite
+// time, and returns that thread's id: a task of the process, not a
+// process.
+func threadOf(t *testing.T, mark string) int {
+	t.Helper()
+	python := testutil.LookTool(t, "python3")
+	cmd := exec.Command(python, "-c", "import sys, threading, time\n"+
+		"th = threading.Thread(target=time.sleep, args=(float(sys.argv[1]),))\nth.start()\nth.join()", testutil.Sleep(mark))
+	startSleep(t, cmd)
+	var tid int
+	waitFor(t, "the second thread", func() bool {
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", cmd.Process.Pid))
+		for _, task := range tasks {
+			if id, err := strconv.Atoi(task.Name()); err == nil && id != cmd.Process.Pid {
+				tid = id
+				return true
+			}
+		}
+		return false
+	})
+	return tid
 }
 
 // snapshot is the daemon's sessions and its state (the snapshot file and
