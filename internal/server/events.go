@@ -164,13 +164,15 @@ func (h *hub) close() {
 }
 
 // flushWriter flushes the response after every write, so each event line
-// reaches the client as it happens.
+// reaches the client as it happens; each write must be read within
+// writeTimeout.
 type flushWriter struct {
 	w http.ResponseWriter
 	f http.Flusher
 }
 
 func (fw flushWriter) Write(b []byte) (int, error) {
+	writeWithin(fw.w)
 	n, err := fw.w.Write(b)
 	fw.f.Flush()
 	return n, err

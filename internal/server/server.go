@@ -237,7 +237,24 @@ func (s *Server) newHTTP() *http.Server {
 		ConnContext:       peerContext,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       time.Minute,
+		// The API's requests carry a few short headers: a client can't
+		// make the daemon hold a megabyte for each of its connections.
+		MaxHeaderBytes: maxHeaderBytes,
 	}
+}
+
+// maxHeaderBytes bounds a request's header (net/http adds 4 KiB of slack).
+const maxHeaderBytes = 16 << 10
+
+// writeTimeout is how long a client may take to read what the daemon
+// writes it, an answer or one event of a stream; past it the connection is
+// cut. The wait for a long answer (a reap) is not counted: it runs before.
+var writeTimeout = 30 * time.Second
+
+// writeWithin bounds the write that follows by writeTimeout, so that a
+// client that stops reading can't hold a handler, and its memory, for good.
+func writeWithin(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(writeTimeout))
 }
 
 // Serve answers requests on ln until Close; it returns nil then. Each

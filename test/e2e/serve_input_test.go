@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/server"
@@ -170,4 +172,26 @@ func snapshot(t *testing.T, d *daemon) string {
 		t.Fatal(err)
 	}
 	return string(data) + string(state) + string(journal)
+}
+
+// A request header larger than the API needs is refused (431) before the
+// daemon holds it: one client's connections can't each pin a megabyte.
+func TestServeRefusesAHugeHeader(t *testing.T) {
+	d := startDaemon(t, "")
+	c, err := net.Dial("unix", d.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	req := "GET /v1/status HTTP/1.1\r\nHost: x\r\nX-Pad: " + strings.Repeat("a", 64<<10) + "\r\n\r\n"
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	status, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || !strings.HasPrefix(status, "HTTP/1.1 431") {
+		t.Errorf("a 64 KiB header: %q, %v; want 431", status, err)
+	}
+	var st api.Status
+	d.do("GET", "/v1/status", nil, &st) // and the daemon serves on
 }
