@@ -19,6 +19,10 @@ var ErrNotRoot = errors.New("not a registered root")
 // of a lineage.
 var ErrAlreadyTracked = errors.New("already tracked")
 
+// ErrMembersFull is wrapped when the membership has no room for a process to
+// register (the bpf backend's --max-members, across every lineage).
+var ErrMembersFull = errors.New("the membership map is full")
+
 // Backend tells which processes belong to which root, and keeps telling as
 // they fork, exec and exit. Implementations are safe for concurrent use by
 // multiple goroutines, except that Run may be called only once.

@@ -53,6 +53,8 @@ func classify(err error) (int, string) {
 		return http.StatusConflict, api.CodeConflict
 	case errors.Is(err, loader.ErrNotRoot):
 		return http.StatusNotFound, api.CodeNotFound
+	case errors.Is(err, loader.ErrMembersFull):
+		return http.StatusServiceUnavailable, api.CodeBadBackend
 	}
 	return http.StatusInternalServerError, api.CodeInternal
 }

@@ -181,6 +181,9 @@ func (b *Tracker) Register(id lineage.Identity, opts loader.RootOptions) error {
 	}
 	if err := b.objs.Members.Update(id.PID, &m, ebpf.UpdateAny); err != nil {
 		_ = b.objs.Roots.Delete(id.PID)
+		if errors.Is(err, unix.E2BIG) {
+			return fmt.Errorf("register %s: %w (%d members: raise --max-members)", id, loader.ErrMembersFull, b.opts.MaxMembers)
+		}
 		return fmt.Errorf("register %s: members map: %w", id, err)
 	}
 	// The pid may have died, and even been reused, between the check and
