@@ -11,5 +11,6 @@ var ErrInvalid = errors.New("invalid")
 var ErrNoProcess = errors.New("no such process")
 
 // ErrIdentityMismatch is wrapped when a pid is alive but its start time is not
-// the one expected: the pid has been reused by a stranger.
-var ErrIdentityMismatch = errors.New("identity mismatch: pid reused")
+// the one expected: the pid was reused by a stranger, or the start time
+// given was wrong.
+var ErrIdentityMismatch = errors.New("identity mismatch: another process has that pid now, or the start time is wrong")

@@ -167,7 +167,7 @@ func TestCheckRefusesAReusedPidAndAZombie(t *testing.T) {
 	if err := p.Check(lineage.Identity{PID: 200, StartTicks: 20}); err != nil {
 		t.Fatalf("live identity: %v", err)
 	}
-	if err := p.Check(lineage.Identity{PID: 200, StartTicks: 19}); err == nil || !strings.Contains(err.Error(), "reused") {
+	if err := p.Check(lineage.Identity{PID: 200, StartTicks: 19}); !errors.Is(err, lineage.ErrIdentityMismatch) || !strings.Contains(err.Error(), "started at 20, not 19") {
 		t.Errorf("a reused pid passed the check: %v", err)
 	}
 	if err := p.Check(lineage.Identity{PID: 201, StartTicks: 20}); !errors.Is(err, lineage.ErrNoProcess) {

@@ -82,16 +82,19 @@ func (s *Server) inSession(sid string, p Peer) string {
 }
 
 // mayRegister refuses a process the caller does not own (real uid).
-func (s *Server) mayRegister(p Peer, id lineage.Identity) error {
+// Another uid's process is, to the caller, as one that doesn't exist: the
+// same 404, with the same words, asked before its start time is looked at
+// (a mismatch would name it).
+func (s *Server) mayRegister(p Peer, pid int64) error {
 	if p.Root() {
 		return nil
 	}
-	uids, err := s.proc.UIDs(int(id.PID))
+	uids, err := s.proc.UIDs(int(pid))
 	if err != nil {
 		return err
 	}
 	if uids.Real != p.UID {
-		return forbidden("process %s is not caller uid %d's: a caller may register only its own processes", id, p.UID)
+		return fmt.Errorf("pid %d: %w", pid, lineage.ErrNoProcess)
 	}
 	return nil
 }

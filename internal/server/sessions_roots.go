@@ -37,12 +37,12 @@ func (s *Server) addRoot(r *http.Request, p Peer) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	if err := s.mayRegister(p, req.PID); err != nil {
+		return 0, nil, fmt.Errorf("register: %w", err)
+	}
 	id, err := s.identityOf(req.PID, req.Start)
 	if err != nil {
 		return 0, nil, fmt.Errorf("register: %w", err)
-	}
-	if err := s.mayRegister(p, id); err != nil {
-		return 0, nil, err
 	}
 	if err := s.refuseThread(id); err != nil {
 		return 0, nil, err

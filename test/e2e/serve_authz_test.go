@@ -124,7 +124,20 @@ func TestServeAuthorisesByPeerUID(t *testing.T) {
 	before := snapshot(t, d)
 
 	n.refused("invalid pid 1", "roots", "add", "1", "--session", "mine") // refused before the daemon is asked
-	n.refused("403 forbidden", "roots", "add", rootsPID, "--session", "mine")
+	// Another uid's process is as one that doesn't exist, in the same
+	// words, its start time unnamed.
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	goneMsg, _ := n.lineage("roots", "add", strconv.Itoa(gone.Process.Pid), "--session", "mine")
+	_, start, _ := strings.Cut(rootsSleep, "@")
+	for _, args := range [][]string{{"roots", "add", rootsPID, "--session", "mine"}, {"roots", "add", rootsPID, "--start", "5", "--session", "mine"}} {
+		msg, code := n.lineage(args...)
+		if code == 0 || !strings.Contains(msg, "404 not_found") || strings.ReplaceAll(msg, rootsPID, "PID") != strings.ReplaceAll(goneMsg, strconv.Itoa(gone.Process.Pid), "PID") || strings.Contains(msg, start) {
+			t.Errorf("lineage %s as uid 65534: exit %d %q; want a 404 in the words of a pid that doesn't exist (%q), naming no start time", strings.Join(args, " "), code, msg, goneMsg)
+		}
+	}
 	// Root's session, root and process are, to uid 65534, as ones that
 	// don't exist.
 	for _, args := range [][]string{
