@@ -43,8 +43,11 @@ type Report struct {
 	Contained []lineage.Identity `json:"contained_at_birth,omitempty"`
 	// Leftovers are the members alive after the job, when the decision was
 	// only to report them.
-	Leftovers []Leftover   `json:"leftovers,omitempty"`
-	Stats     loader.Stats `json:"stats"`
+	Leftovers []Leftover `json:"leftovers,omitempty"`
+	// RootKept: the decision was to report because the root is kept on
+	// purpose, so the leftovers are kept, not merely reported.
+	RootKept bool         `json:"-"`
+	Stats    loader.Stats `json:"stats"`
 	// ReapTimedOut: the reap passed its timeout; what it could not end is
 	// among the survivors.
 	ReapTimedOut bool `json:"reap_timed_out,omitempty"`

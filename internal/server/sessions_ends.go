@@ -217,8 +217,12 @@ func (s *Server) closeSparing(ctx context.Context, id string, uid uint32, spare 
 // rootEnd turns a job's report into the API's outcomes.
 func (se *session) rootEnd(e rootEntry, rep *job.Report) api.RootEnd {
 	re := api.RootEnd{Root: e.id, Label: e.rt.label, Decision: rep.Decision, Outcomes: []api.Outcome{}, Warnings: rep.Warnings}
+	result, reason := lineage.Reported, ""
+	if rep.RootKept {
+		result, reason = lineage.Kept, "its root is kept"
+	}
 	for _, l := range rep.Leftovers {
-		re.Outcomes = append(re.Outcomes, se.outcome(l.Member, e.rt.label, l.Argv, l.Age, lineage.Reported, ""))
+		re.Outcomes = append(re.Outcomes, se.outcome(l.Member, e.rt.label, l.Argv, l.Age, result, reason))
 	}
 	if rep.Reap != nil {
 		for _, o := range rep.Reap.Outcomes {

@@ -72,6 +72,7 @@ func (j *Job) Decide(in policy.Input) policy.Decision {
 	d := policy.Decide(in)
 	j.t.detail("lineage: %s: %s\n", in.Event, d)
 	j.rep.Decided(d, in.Reaping)
+	j.rep.RootKept = in.Kept && d.Action != policy.Reap
 	return d
 }
 

@@ -60,6 +60,7 @@ func (j *Job) settlement(opts SettleOptions) *settlement {
 	d := policy.Decide(in)
 	rep := &job.Report{Version: job.ReportVersion, Command: j.rep.Command, Root: j.root, Backend: t.choice, Started: j.started}
 	rep.Decided(d, in.Reaping)
+	rep.RootKept = in.Kept && d.Action != policy.Reap
 	b := buildinfo.Get()
 	rep.Build = &b
 	s := &settlement{j: j, rep: rep, reap: d.Action == policy.Reap}

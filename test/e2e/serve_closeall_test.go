@@ -55,8 +55,8 @@ func TestServeCloseOfManyRootsJudgesEachByItsRoot(t *testing.T) {
 			t.Errorf("root 2: %d %s (kept: %d)", o.Process.PID, o.Result, kept.PID)
 		}
 	}
-	if c := byGroup["3"]; len(c) != 1 || c[0].Result != lineage.Reported {
-		t.Errorf("root 3, kept whole: %+v, want its sleeper reported", c)
+	if c := byGroup["3"]; len(c) != 1 || c[0].Result != lineage.Kept || c[0].Reason != "its root is kept" {
+		t.Errorf("root 3, kept whole: %+v, want its sleeper kept, for its root", c)
 	}
 	allGone(t, append(groups["1"], groups["2"][1]))
 	spared := []testutil.Proc{kept, groups["3"][0]}
