@@ -270,3 +270,23 @@ func TestReportRedactMasksEveryCommandLine(t *testing.T) {
 	}
 	rep.Redact(nil) // masks nothing, and doesn't fail
 }
+
+// The job's own row names no parent (its parent is lineage), whatever the
+// backend knows of it; a member's names its lineage parent, and one the
+// tracker never knew the parent of shows "?".
+func TestParentTextOfTheJob(t *testing.T) {
+	root := lineage.Identity{PID: 300, StartTicks: 30}
+	r := &Report{Root: root}
+	for _, c := range []struct {
+		m    lineage.Member
+		want string
+	}{
+		{lineage.Member{Identity: root, Parent: lineage.Identity{PID: 299, StartTicks: 29}}, "-"},
+		{lineage.Member{Identity: lineage.Identity{PID: 301, StartTicks: 31}, Parent: root}, "300"},
+		{lineage.Member{Identity: lineage.Identity{PID: 302, StartTicks: 32}, Root: root}, "?"},
+	} {
+		if got := r.parentText(c.m); got != c.want {
+			t.Errorf("parent of %v: %q, want %q", c.m.Identity, got, c.want)
+		}
+	}
+}

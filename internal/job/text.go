@@ -159,10 +159,10 @@ func (r *Report) writeTable(w io.Writer, verbose bool) {
 // knew (an orphan the proc backend adopted after its parent had gone).
 func (r *Report) parentText(m lineage.Member) string {
 	switch {
-	case m.Parent.PID != 0:
-		return strconv.FormatUint(uint64(m.Parent.PID), 10)
 	case m.Identity == r.Root:
 		return "-"
+	case m.Parent.PID != 0:
+		return strconv.FormatUint(uint64(m.Parent.PID), 10)
 	default:
 		return "?"
 	}
