@@ -24,6 +24,9 @@ type Problem struct {
 	// Line is the 1-based line number; 0 for the record as a whole.
 	Line int    `json:"line,omitempty"`
 	What string `json:"what"`
+	// Header is set for a problem with the record's header (none, or a
+	// schema it doesn't name): the line may still be read, as an event.
+	Header bool `json:"header,omitempty"`
 }
 
 func (p Problem) String() string {
@@ -96,7 +99,7 @@ func (r *Reader) first(raw []byte, cut bool) {
 		r.checkHeader()
 		return
 	}
-	r.problem(r.line, "no header: the schema version is taken to be %d and the host is unknown", SchemaVersion)
+	r.headerProblem("no header: the schema version is taken to be %d and the host is unknown", SchemaVersion)
 	r.header.Version = SchemaVersion
 	if ev, ok := r.decode(raw, cut); ok {
 		r.pending = &ev
@@ -106,11 +109,11 @@ func (r *Reader) first(raw []byte, cut bool) {
 func (r *Reader) checkHeader() {
 	switch h := r.header; {
 	case h.Schema != SchemaName:
-		r.problem(r.line, "schema %q is not %q: read as %s version %d", h.Schema, SchemaName, SchemaName, SchemaVersion)
+		r.headerProblem("schema %q is not %q: read as %s version %d", h.Schema, SchemaName, SchemaName, SchemaVersion)
 	case h.Version > SchemaVersion:
-		r.problem(r.line, "schema version %d is newer than this lineage reads (%d): fields and event kinds it doesn't know are left out", h.Version, SchemaVersion)
+		r.headerProblem("schema version %d is newer than this lineage reads (%d): fields and event kinds it doesn't know are left out", h.Version, SchemaVersion)
 	case h.Version < 1:
-		r.problem(r.line, "schema version %d is not a version: read as %d", h.Version, SchemaVersion)
+		r.headerProblem("schema version %d is not a version: read as %d", h.Version, SchemaVersion)
 	}
 }
 
@@ -155,11 +158,21 @@ func (r *Reader) Problems() []Problem { return r.problems }
 func (r *Reader) Dropped() int { return r.dropped }
 
 func (r *Reader) problem(line int, format string, args ...any) {
+	r.keep(Problem{Line: line, What: fmt.Sprintf(format, args...)})
+}
+
+// headerProblem keeps a problem with the header, on the current line.
+func (r *Reader) headerProblem(format string, args ...any) {
+	r.keep(Problem{Line: r.line, What: fmt.Sprintf(format, args...), Header: true})
+}
+
+// keep keeps p, or counts it as dropped past MaxProblems.
+func (r *Reader) keep(p Problem) {
 	if len(r.problems) >= MaxProblems {
 		r.dropped++
 		return
 	}
-	r.problems = append(r.problems, Problem{Line: line, What: fmt.Sprintf(format, args...)})
+	r.problems = append(r.problems, p)
 }
 
 // readLine returns the next line without its newline, and whether the

@@ -85,7 +85,7 @@ func Build(r *record.Reader) (*Report, error) {
 	rep.Summary.Events = r.Events()
 	rep.Summary.BadLines = rep.Dropped
 	for _, p := range rep.Problems {
-		if p.Line > 0 {
+		if p.Line > 0 && !p.Header {
 			rep.Summary.BadLines++
 		}
 	}
@@ -112,7 +112,14 @@ func listed[T any](s []T) []T {
 	return s
 }
 
+// firstProblem says why nothing could be read: the first line that could
+// not be, rather than the header it lacked.
 func firstProblem(ps []record.Problem) string {
+	for _, p := range ps {
+		if !p.Header {
+			return p.String()
+		}
+	}
 	if len(ps) == 0 {
 		return "no events"
 	}

@@ -185,6 +185,8 @@ func TestBadRecords(t *testing.T) {
 			[]string{"line 3: cut short", "pid 9"}},
 		{"garbage line", header + "\nnot json\n" + line(`"kind":"exec","boot_ns":5,"process":{"pid":9,"start":1},"argv":["x"]`), false,
 			[]string{"line 2: not an event", "lines that could not be read: 1"}},
+		{"no header", line(`"kind":"exec","boot_ns":5,"process":{"pid":9,"start":1},"argv":["x"]`), false,
+			[]string{"line 1: no header", "x  pid 9", "what the record can't tell:"}},
 		{"newer schema", strings.Replace(header, `"version":1`, `"version":3`, 1) + "\n" + line(`"kind":"exec","boot_ns":5,"process":{"pid":9,"start":1},"argv":["x"],"future":1`), false,
 			[]string{"schema version 3 is newer", "x  pid 9"}},
 	}
@@ -198,6 +200,9 @@ func TestBadRecords(t *testing.T) {
 			if tt.err {
 				if !errors.Is(err, lineage.ErrInvalid) {
 					t.Fatalf("error %v, want one wrapping ErrInvalid", err)
+				}
+				if strings.Contains(err.Error(), "no header") {
+					t.Errorf("error %v: says the header is missing, not what could not be read", err)
 				}
 				return
 			}
@@ -215,6 +220,9 @@ func TestBadRecords(t *testing.T) {
 				if !strings.Contains(text.String(), want) {
 					t.Errorf("text report lacks %q:\n%s", want, text.String())
 				}
+			}
+			if tt.name == "no header" && (rep.Summary.BadLines != 0 || strings.Contains(text.String(), "could not be read")) {
+				t.Errorf("a record without a header: %d bad lines; its one line was read:\n%s", rep.Summary.BadLines, text.String())
 			}
 		})
 	}
