@@ -16,7 +16,8 @@
 #   make test      the full test suite, BPF included (run as root)
 #   make test-hog  make test beside a CPU hog, one busy loop per CPU (by
 #                  hand, not in CI: a user's CI runs beside everything)
-#   make demo      lineage run on a leaky demo job, then the report
+#   make demo      lineage run on a leaky demo job: its report (the table on
+#                  stderr, and an excerpt of --report's JSON)
 #   make bench     benchmarks, printed as docs/benchmarks.md's tables
 #   make generate  rebuild the BPF objects (needs clang, llvm, libbpf-dev)
 #   make kmatrix   the kernel matrix: Debian's kernels under QEMU, lineage's
