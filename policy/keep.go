@@ -45,7 +45,7 @@ type Keep struct {
 // when id could never be a member.
 func KeepIdentity(id lineage.Identity) (Keep, error) {
 	if err := id.Validate(); err != nil {
-		return Keep{}, fmt.Errorf("%w keep rule: %w", lineage.ErrInvalid, err)
+		return Keep{}, fmt.Errorf("keep rule: %w", err)
 	}
 	return Keep{by: keepIdentity, id: id}, nil
 }
@@ -54,7 +54,7 @@ func KeepIdentity(id lineage.Identity) (Keep, error) {
 // [lineage.ErrInvalid], when root could never be a member.
 func KeepRoot(root lineage.Identity) (Keep, error) {
 	if err := root.Validate(); err != nil {
-		return Keep{}, fmt.Errorf("%w keep rule: %w", lineage.ErrInvalid, err)
+		return Keep{}, fmt.Errorf("keep rule: %w", err)
 	}
 	return Keep{by: keepRoot, id: root}, nil
 }
@@ -95,13 +95,13 @@ func ParseKeep(s string) (Keep, error) {
 	case strings.HasPrefix(s, "root:"):
 		id, err := lineage.ParseIdentity(strings.TrimPrefix(s, "root:"))
 		if err != nil {
-			return Keep{}, fmt.Errorf("parse %q: %w keep rule: %w", s, lineage.ErrInvalid, err)
+			return Keep{}, fmt.Errorf("parse %q: keep rule: %w", s, err)
 		}
 		return KeepRoot(id)
 	case strings.Contains(s, "@"):
 		id, err := lineage.ParseIdentity(s)
 		if err != nil {
-			return Keep{}, fmt.Errorf("parse %q: %w keep rule: %w", s, lineage.ErrInvalid, err)
+			return Keep{}, fmt.Errorf("parse %q: keep rule: %w", s, err)
 		}
 		return KeepIdentity(id)
 	}

@@ -50,7 +50,7 @@ func ParseKillSwitch(s string) (KillSwitch, error) {
 	case "off", "0", "false", "no", "disabled":
 		return ReapingOff, nil
 	}
-	return ReapingUnset, fmt.Errorf("%w kill switch %q: want on or off", lineage.ErrInvalid, s)
+	return ReapingUnset, fmt.Errorf("%w kill switch %q: want on or off (or 1, true, yes, enabled; 0, false, no, disabled)", lineage.ErrInvalid, s)
 }
 
 // KillSwitchFromEnv reads LINEAGE_REAPING through getenv (os.Getenv in

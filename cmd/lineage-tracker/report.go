@@ -102,7 +102,7 @@ func (o *reportOptions) validate() error {
 		return fmt.Errorf("%w --depth %d: want a depth of 0 or more, or -1 for every level", lineage.ErrInvalid, o.Depth)
 	}
 	if o.Format != "tree" && (o.LeaksOnly || o.Depth >= 0) {
-		return fmt.Errorf("%w --leaks-only and --depth shape the tree: they don't apply to --format %s", lineage.ErrInvalid, o.Format)
+		return fmt.Errorf("%w option: --leaks-only and --depth apply to --format tree only, not to --format %s", lineage.ErrInvalid, o.Format)
 	}
 	if o.Output != "" && userfile.Same(o.File, o.Output) {
 		return fmt.Errorf("%w --output %s: the same file as the record %s: the report would overwrite it", lineage.ErrInvalid, o.Output, o.File)

@@ -241,7 +241,7 @@ func (o *runOptions) parse(cmd *cobra.Command, getenv func(string) string) error
 	flagSwitch := policy.ReapingUnset
 	if cmd.Flags().Changed("reaping") {
 		if flagSwitch, err = policy.ParseKillSwitch(o.Reaping); err != nil || flagSwitch == policy.ReapingUnset {
-			return fmt.Errorf("--reaping %q: want on or off", o.Reaping)
+			return fmt.Errorf("--reaping %q: want on or off (or 1, true, yes, enabled; 0, false, no, disabled)", o.Reaping)
 		}
 	}
 	env, err := policy.KillSwitchFromEnv(getenv)
