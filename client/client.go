@@ -155,11 +155,14 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 	return answer(resp)
 }
 
-// sendError says why a request could not be sent: no daemon at socket, or
-// another failure.
+// sendError says why a request could not be sent: no daemon at socket, a
+// socket this uid may not use, or another failure.
 func sendError(socket, method, path string, err error) error {
-	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist) {
+	switch {
+	case errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("%w at %s (start one with `lineage serve`): %w", ErrNoDaemon, socket, err)
+	case errors.Is(err, syscall.EACCES):
+		return fmt.Errorf("%s %s: uid %d may not use the socket %s (its mode and group decide who may: lineage serve --socket-mode, --socket-group): %w", method, path, os.Getuid(), socket, err)
 	}
 	return fmt.Errorf("%s %s: %w", method, path, err)
 }

@@ -3,10 +3,13 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/lineage-dev/lineage/api"
@@ -63,5 +66,14 @@ func TestNewMakesARelativeSocketAbsolute(t *testing.T) {
 		if got := New(s).socket; got != s {
 			t.Errorf("New(%q) has socket %q, want it as given", s, got)
 		}
+	}
+}
+
+// A socket this uid may not use says so, and what decides it, rather than
+// a bare "permission denied".
+func TestSendErrorOfASocketNotForThisUID(t *testing.T) {
+	err := sendError("/run/lineage/lineage.sock", "GET", "/v1/status", &net.OpError{Op: "dial", Net: "unix", Err: os.NewSyscallError("connect", syscall.EACCES)})
+	if !errors.Is(err, syscall.EACCES) || errors.Is(err, ErrNoDaemon) || !strings.Contains(err.Error(), "--socket-group") || !strings.Contains(err.Error(), "may not use the socket /run/lineage/lineage.sock") {
+		t.Errorf("error %v, want one naming the socket and the flags that decide who may use it", err)
 	}
 }
