@@ -72,7 +72,7 @@ var limitNames = [numLimits]struct{ reason, words, flag string }{
 	limitStreams:      {"streams", "event streams", "--max-streams"},
 	limitSessions:     {"sessions", "open sessions", "--max-sessions"},
 	limitKeeps:        {"keeps", "keep rules", "--max-keeps"},
-	limitOwnerWatches: {"owner_watches", "sessions with an owner", "--max-owner-watches"},
+	limitOwnerWatches: {"owner_watches", "sessions with an owner and armed processes", "--max-owner-watches"},
 	limitConnections:  {"connections", "open connections", "--max-connections"},
 	limitRecords:      {"records", "open records", "--max-records"},
 	limitFiles:        {"files", "file descriptors", "--fd-reserve"},
