@@ -151,24 +151,9 @@ func (b *Tracker) Register(id lineage.Identity, opts loader.RootOptions) error {
 	if err := b.objs.Members.Lookup(id.PID, &existing); err == nil && existing.Start == id.StartTicks {
 		return fmt.Errorf("register %s: %w: member of root %d@%d", id, loader.ErrAlreadyTracked, existing.RootPid, existing.RootStart)
 	}
-	r := lineageRoot{Start: id.StartTicks}
-	if opts.DieWithSupervisor {
-		r.Flags |= lineageRootFlagROOT_F_DIE_WITH_SUPERVISOR
-	}
-	if opts.KeepLineage {
-		r.Flags |= lineageRootFlagROOT_F_KEPT
-	}
+	r, m := rootEntries(id, opts)
 	if err := b.objs.Roots.Update(id.PID, &r, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("register %s: roots map: %w", id, err)
-	}
-	m := lineageMember{
-		Start:     id.StartTicks,
-		RootPid:   id.PID,
-		RootStart: id.StartTicks,
-		Flags:     lineageMemberFlagMEMBER_F_ROOT | lineageMemberFlagMEMBER_F_ADOPTED,
-	}
-	if opts.KeepLineage {
-		m.Flags |= lineageMemberFlagMEMBER_F_SPARED
 	}
 	for _, f := range opts.KeepExes {
 		if err := b.putKeepExe(id, f); err != nil {
@@ -211,6 +196,26 @@ func (b *Tracker) Register(id lineage.Identity, opts loader.RootOptions) error {
 		b.orphanageOf(id, opts.Orphanage)
 	}
 	return nil
+}
+
+// rootEntries are the roots and members map entries that make id a root,
+// as opts ask.
+func rootEntries(id lineage.Identity, opts loader.RootOptions) (lineageRoot, lineageMember) {
+	r := lineageRoot{Start: id.StartTicks}
+	m := lineageMember{
+		Start:     id.StartTicks,
+		RootPid:   id.PID,
+		RootStart: id.StartTicks,
+		Flags:     lineageMemberFlagMEMBER_F_ROOT | lineageMemberFlagMEMBER_F_ADOPTED,
+	}
+	if opts.DieWithSupervisor {
+		r.Flags |= lineageRootFlagROOT_F_DIE_WITH_SUPERVISOR
+	}
+	if opts.KeepLineage {
+		r.Flags |= lineageRootFlagROOT_F_KEPT
+		m.Flags |= lineageMemberFlagMEMBER_F_SPARED
+	}
+	return r, m
 }
 
 func (b *Tracker) isMemberLocked(id lineage.Identity) bool {
