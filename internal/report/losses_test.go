@@ -37,17 +37,25 @@ var (
 // events that fell in that gap are missing. With placed, the loss says when
 // it happened and names the two members the tracker knew (E and F);
 // without, it carries only its count, as every loss did before.
-func lossRecord(tb testing.TB, placed bool) []byte {
+// jobWriter writes a record of the job "sh job" to buf, on a clock that
+// reads *now (boot time; the wall clock follows it).
+func jobWriter(tb testing.TB, buf *bytes.Buffer, now *time.Duration) *record.Writer {
 	tb.Helper()
-	var buf bytes.Buffer
-	now := 100 * time.Second
-	w, err := record.NewWriter(&buf, record.Header{Lineage: "test", Host: "h", Kernel: "6.18", Command: []string{"sh", "job"}}, &record.Options{
-		Boot: func() time.Duration { return now },
-		Wall: func() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).Add(now) },
+	w, err := record.NewWriter(buf, record.Header{Lineage: "test", Host: "h", Kernel: "6.18", Command: []string{"sh", "job"}}, &record.Options{
+		Boot: func() time.Duration { return *now },
+		Wall: func() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).Add(*now) },
 	})
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return w
+}
+
+func lossRecord(tb testing.TB, placed bool) []byte {
+	tb.Helper()
+	var buf bytes.Buffer
+	now := 100 * time.Second
+	w := jobWriter(tb, &buf, &now)
 	at := func(ms int) time.Duration { return 100*time.Second + time.Duration(ms)*time.Millisecond }
 	ev := func(kind lineage.EventKind, ms int, p lineage.Identity, argv ...string) lineage.Event {
 		e := lineage.Event{Kind: kind, Time: at(ms), Process: p, Parent: gapRoot, Root: gapRoot, Comm: "c"}

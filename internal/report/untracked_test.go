@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lineage-dev/lineage/internal/record"
 	"github.com/lineage-dev/lineage/lineage"
 )
 
@@ -19,13 +18,7 @@ import (
 func TestMembershipFullKillsAreShownKilledAtBirth(t *testing.T) {
 	var buf bytes.Buffer
 	now := 100 * time.Second
-	w, err := record.NewWriter(&buf, record.Header{Lineage: "test", Host: "h", Kernel: "6.18", Command: []string{"sh", "job"}}, &record.Options{
-		Boot: func() time.Duration { return now },
-		Wall: func() time.Time { return time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).Add(now) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := jobWriter(t, &buf, &now)
 	root, tracked := id(4000, 10000), id(4001, 10001)
 	killed := []lineage.Identity{id(4002, 10002), id(4003, 10002)}
 	at := func(ms int) time.Duration { return 100*time.Second + time.Duration(ms)*time.Millisecond }

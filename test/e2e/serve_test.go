@@ -164,7 +164,14 @@ func firstSignalled(t *testing.T, lines <-chan string, a, b testutil.Proc) int {
 }
 
 func TestServeOwnerExitClosesSession(t *testing.T) {
-	d := startDaemon(t, "")
+	ownerExitClosesSession(t, startDaemon(t, ""), "interactive")
+}
+
+// ownerExitClosesSession opens a session of kind on d, owned by a process
+// the test starts, with a setsid'd leftover in it; ends the owner; and
+// checks that the leftover is reaped and the session gone.
+func ownerExitClosesSession(t *testing.T, d *daemon, kind string) {
+	t.Helper()
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
 	owner := exec.Command("sleep", testutil.Sleep(mark+"9"))
@@ -177,7 +184,7 @@ func TestServeOwnerExitClosesSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	oid := lineage.Identity{PID: uint32(owner.Process.Pid), StartTicks: start}
-	d.do("POST", "/v1/sessions", api.OpenSession{ID: "owned", Kind: "interactive", Owner: &oid}, nil)
+	d.do("POST", "/v1/sessions", api.OpenSession{ID: "owned", Kind: kind, Owner: &oid}, nil)
 	d.execRoot("owned", "", fmt.Sprintf("setsid sleep %s & sleep 0.2", testutil.Sleep(mark)))
 	left := atLeastSleepers(t, mark, 1)
 	_ = owner.Process.Kill()
