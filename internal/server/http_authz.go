@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/lineage-dev/lineage/internal/proc"
 	"github.com/lineage-dev/lineage/lineage"
 )
 
@@ -81,22 +82,15 @@ func (s *Server) inSession(sid string, p Peer) string {
 	return ""
 }
 
-// mayRegister refuses a process the caller does not own (real uid).
-// Another uid's process is, to the caller, as one that doesn't exist: the
-// same 404, with the same words, asked before its start time is looked at
-// (a mismatch would name it).
-func (s *Server) mayRegister(p Peer, pid int64) error {
-	if p.Root() {
+// mayRegister refuses pid, whose uids are uids, when the caller does not
+// own it (real uid). Another uid's process is, to the caller, as one that
+// doesn't exist: the same 404, with the same words, said before its start
+// time is looked at (a mismatch would name it).
+func (s *Server) mayRegister(p Peer, pid int64, uids proc.UIDs) error {
+	if p.Root() || uids.Real == p.UID {
 		return nil
 	}
-	uids, err := s.proc.UIDs(int(pid))
-	if err != nil {
-		return err
-	}
-	if uids.Real != p.UID {
-		return fmt.Errorf("pid %d: %w", pid, lineage.ErrNoProcess)
-	}
-	return nil
+	return fmt.Errorf("pid %d: %w", pid, lineage.ErrNoProcess)
 }
 
 // killRefuser refuses, on behalf of uid, what kill(2) would refuse it:

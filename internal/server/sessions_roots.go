@@ -9,6 +9,7 @@ import (
 
 	"github.com/lineage-dev/lineage/api"
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/proc"
 	"github.com/lineage-dev/lineage/internal/tracker"
 	"github.com/lineage-dev/lineage/lineage"
 )
@@ -23,11 +24,12 @@ func (s *Server) identityOf(pid int64, start uint64) (lineage.Identity, error) {
 	return id, s.proc.Check(id)
 }
 
-// refuseThread refuses a thread's id: it names no process (a thread's
-// forks are its process's), and a root of it would track nothing.
-func (s *Server) refuseThread(id lineage.Identity) error {
-	if st, err := s.proc.Status(int(id.PID)); err == nil && st.Tgid != 0 && st.Tgid != int(id.PID) {
-		return fmt.Errorf("register: %w: pid %d is a thread of process %d, not a process: register the process", lineage.ErrInvalid, id.PID, st.Tgid)
+// refuseThread refuses a thread's id, st its status: it names no process
+// (a thread's forks are its process's), and a root of it would track
+// nothing.
+func refuseThread(pid int64, st proc.Status) error {
+	if st.Tgid != 0 && int64(st.Tgid) != pid {
+		return fmt.Errorf("%w: pid %d is a thread of process %d, not a process: register the process", lineage.ErrInvalid, pid, st.Tgid)
 	}
 	return nil
 }
@@ -37,15 +39,19 @@ func (s *Server) addRoot(r *http.Request, p Peer) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := s.mayRegister(p, req.PID); err != nil {
+	st, err := s.proc.Status(int(req.PID))
+	if err == nil {
+		err = s.mayRegister(p, req.PID, st.UIDs)
+	}
+	if err == nil {
+		err = refuseThread(req.PID, st)
+	}
+	if err != nil {
 		return 0, nil, fmt.Errorf("register: %w", err)
 	}
 	id, err := s.identityOf(req.PID, req.Start)
 	if err != nil {
 		return 0, nil, fmt.Errorf("register: %w", err)
-	}
-	if err := s.refuseThread(id); err != nil {
-		return 0, nil, err
 	}
 	var orphanage *lineage.Identity
 	if req.Orphanage {
