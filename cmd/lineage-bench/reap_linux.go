@@ -61,43 +61,54 @@ func hold(cmd *exec.Cmd) (*heldJob, error) {
 }
 
 // release waits until the job has started its n sleepers and they all run
-// sleep, lets it exit, and returns once it has said "exit".
-func (j *heldJob) release(n int, tag string) error {
+// sleep, lets it exit, and returns once it has said "exit": with the
+// sleepers' pids, and the moment it was let go, from which every reaper
+// is timed. The job's last steps (it reads the line, says "exit", exits)
+// are in every reaper's time alike; a clock started when this process
+// reads "exit" would start late whenever the process is slow to get the
+// CPU back, and would time the reaper's work only in part.
+func (j *heldJob) release(n int, tag string) (pids []int, start time.Time, err error) {
 	if line, err := j.out.ReadString('\n'); err != nil || line != "ready\n" {
-		return fmt.Errorf("the job said %q: %v", line, err)
+		return nil, start, fmt.Errorf("the job said %q: %v", line, err)
 	}
-	if err := awaitSleepers(n, tag); err != nil {
-		return err
+	if pids, err = awaitSleepers(n, tag); err != nil {
+		return nil, start, err
 	}
+	start = time.Now()
 	if _, err := io.WriteString(j.in, "go\n"); err != nil {
-		return err
+		return nil, start, err
 	}
 	j.in.Close()
 	if line, err := j.out.ReadString('\n'); err != nil || line != "exit\n" {
-		return fmt.Errorf("the job said %q: %v", line, err)
+		return nil, start, fmt.Errorf("the job said %q: %v", line, err)
 	}
-	return nil
+	return pids, start, nil
 }
 
-// awaitSleepers waits until n processes run `sleep 600.TAG`.
-func awaitSleepers(n int, tag string) error {
+// awaitSleepers waits until n processes run `sleep 600.TAG`, and returns
+// their pids.
+func awaitSleepers(n int, tag string) ([]int, error) {
 	want := "sleep\x00600." + tag + "\x00"
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		ents, err := os.ReadDir("/proc")
 		if err != nil {
-			return err
+			return nil, err
 		}
-		k := 0
+		var pids []int
 		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
 			if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(b) == want {
-				k++
+				pids = append(pids, pid)
 			}
 		}
-		if k >= n {
-			return nil
+		if len(pids) >= n {
+			return pids, nil
 		}
 	}
-	return fmt.Errorf("%d sleepers did not all start", n)
+	return nil, fmt.Errorf("%d sleepers did not all start", n)
 }
 
 // runReap runs the job under `lineage run` (through the daemon at sock
@@ -118,12 +129,12 @@ func runReap(lineageBin, sock string, n int, tag string) (time.Duration, error) 
 	if err := cmd.Start(); err != nil {
 		return 0, err
 	}
-	if err := j.release(n, tag); err != nil {
+	_, start, err := j.release(n, tag)
+	if err != nil {
 		_ = cmd.Process.Kill() // our child, not yet waited for
 		_ = cmd.Wait()
 		return 0, fmt.Errorf("lineage run: %w", err)
 	}
-	start := time.Now()
 	_, _ = io.Copy(io.Discard, j.out)
 	err = cmd.Wait()
 	took := time.Since(start)
@@ -166,21 +177,21 @@ func pidfdKill(n int, sig unix.Signal, tag string) (empty, reaped time.Duration,
 	if err := cmd.Start(); err != nil {
 		return 0, 0, err
 	}
-	if err := j.release(n, tag); err != nil {
-		return 0, 0, err
-	}
-	_ = cmd.Wait()
-	pids, err := sleepingChildren(n)
+	pids, start, err := j.release(n, tag)
 	if err != nil {
+		_ = cmd.Process.Kill() // our child, not yet waited for
+		_ = cmd.Wait()
 		return 0, 0, err
 	}
+	// The job's exit makes its sleepers this process's children (it is
+	// a child subreaper): their pids stay theirs until reaped.
+	_ = cmd.Wait()
 	waited := false
 	defer func() {
 		if !waited {
 			reapChildren(pids)
 		}
 	}()
-	start := time.Now()
 	fds := make([]unix.PollFd, 0, len(pids))
 	for _, pid := range pids {
 		// Our own children: their pids can't be reused before we reap them.
@@ -237,14 +248,15 @@ func cgroupKill(root string, n int, tag string) (empty, reaped time.Duration, er
 	if err := cmd.Start(); err != nil {
 		return 0, 0, fmt.Errorf("start in the cgroup: %w", err)
 	}
-	if err := j.release(n, tag); err != nil {
-		return 0, 0, err
-	}
-	_ = cmd.Wait()
-	pids, err := sleepingChildren(n)
+	pids, start, err := j.release(n, tag)
 	if err != nil {
+		_ = cmd.Process.Kill() // our child, not yet waited for
+		_ = cmd.Wait()
 		return 0, 0, err
 	}
+	// The job's exit makes its sleepers this process's children (it is
+	// a child subreaper): their pids stay theirs until reaped.
+	_ = cmd.Wait()
 	waited := false
 	defer func() {
 		if !waited {
@@ -256,7 +268,6 @@ func cgroupKill(root string, n int, tag string) (empty, reaped time.Duration, er
 		return 0, 0, err
 	}
 	defer events.Close()
-	start := time.Now()
 	if err := os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0); err != nil {
 		return 0, 0, fmt.Errorf("cgroup.kill: %w", err)
 	}
@@ -296,38 +307,6 @@ func unifiedRoot() string {
 		}
 	}
 	return ""
-}
-
-// sleepingChildren returns the pids of this process's children that run
-// sleep, waiting until there are n.
-func sleepingChildren(n int) ([]int, error) {
-	self := strconv.Itoa(os.Getpid())
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		ents, err := os.ReadDir("/proc")
-		if err != nil {
-			return nil, err
-		}
-		var pids []int
-		for _, e := range ents {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-			if err != nil {
-				continue
-			}
-			s := string(b)
-			f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-			if len(f) > 1 && f[1] == self && strings.Contains(s, "(sleep)") {
-				pids = append(pids, pid)
-			}
-		}
-		if len(pids) >= n {
-			return pids, nil
-		}
-	}
-	return nil, fmt.Errorf("%d sleepers did not all start", n)
 }
 
 // reapChildren waits for each of pids, this process's children, once it

@@ -92,7 +92,7 @@ func closeHeld(d *serveDaemon, session string, n int, tag string) (time.Duration
 	if err := cmd.Start(); err != nil {
 		return 0, err
 	}
-	if err := j.release(n, tag); err != nil {
+	if _, _, err := j.release(n, tag); err != nil {
 		_ = cmd.Process.Kill() // our child, not yet waited for
 		_ = cmd.Wait()
 		return 0, err
