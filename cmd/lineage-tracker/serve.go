@@ -121,7 +121,7 @@ func newCmdServe(s cli.Streams) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Socket, "socket", "", "where to listen (default $"+client.EnvSocket+", else "+api.DefaultSocket+")")
+	cli.AddSocket(f, &o.Socket, "where to listen (default $"+client.EnvSocket+", else "+api.DefaultSocket+")")
 	f.StringVar(&o.StateDir, "state-dir", "/var/lib/lineage", "where sessions, roots and keeps are kept")
 	f.StringVar(&o.SocketMode, "socket-mode", "0660", "the socket's permission bits, octal")
 	f.StringVar(&o.SocketGroup, "socket-group", "", "the socket's group, by name or number")

@@ -125,3 +125,14 @@ func TestServeUninstallOfNothingPinned(t *testing.T) {
 		t.Errorf("the pin dir after --uninstall: %v, want it left", err)
 	}
 }
+
+// An empty --socket is refused as the flags are read, not taken for the
+// default socket: the daemon starts nowhere.
+func TestServeRefusesAnEmptySocket(t *testing.T) {
+	var out strings.Builder
+	root := newRootCmd(cli.Streams{In: strings.NewReader(""), Out: &out, Err: &out})
+	root.SetArgs([]string{"serve", "--socket=", "--state-dir", t.TempDir(), "--pin-dir", "none"})
+	if err := root.Execute(); err == nil || !strings.Contains(err.Error(), "empty path names no socket") {
+		t.Errorf("serve --socket='': %v, want the empty path refused", err)
+	}
+}

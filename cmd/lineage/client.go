@@ -22,7 +22,7 @@ type clientOptions struct {
 }
 
 func (o *clientOptions) flags(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&o.Socket, "socket", "", "the daemon's socket (default $"+client.EnvSocket+", else /run/lineage/lineage.sock)")
+	cli.AddSocket(cmd.Flags(), &o.Socket, "the daemon's socket (default $"+client.EnvSocket+", else /run/lineage/lineage.sock)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the daemon's answer as JSON")
 }
 

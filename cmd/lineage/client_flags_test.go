@@ -22,8 +22,8 @@ var notClients = map[string]bool{
 	"lineage version": true, "lineage held": true, "lineage " + cli.GuardianCommand: true,
 }
 
-// Every client command takes --json and --socket, as `run` does: a
-// command added without them fails here.
+// Every client command takes --json and --socket, as `run` does, and
+// refuses an empty --socket: a command added without them fails here.
 func TestEveryClientCommandTakesJSONAndSocket(t *testing.T) {
 	root := newRootCmd(cli.Streams{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard})
 	var clients []string
@@ -44,6 +44,10 @@ func TestEveryClientCommandTakesJSONAndSocket(t *testing.T) {
 			if c.Flags().Lookup(flag) == nil {
 				t.Errorf("%s has no --%s", name, flag)
 			}
+		}
+		// An empty --socket names no socket: refused, not the default.
+		if f := c.Flags().Lookup("socket"); f != nil && f.Value.Set("") == nil {
+			t.Errorf("%s takes an empty --socket", name)
 		}
 	}
 	walk(root)
