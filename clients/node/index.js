@@ -26,6 +26,18 @@ class LineageError extends Error {
   }
 }
 
+/**
+ * The error of a request no daemon answered: code 'unavailable', saying
+ * whether this uid may not use the socket or no daemon answers.
+ */
+function unreachable(socket, e) {
+  if (e.code === 'EACCES') {
+    return new LineageError('unavailable', `uid ${process.getuid()} may not use the socket ${socket} ` +
+      `(its mode and group decide who may: lineage serve --socket-mode, --socket-group): ${e.message}`);
+  }
+  return new LineageError('unavailable', `no daemon answers at ${socket}: ${e.message}`);
+}
+
 /** "PID@START" from a string, an API identity or a [pid, start] pair. */
 function identityString(id) {
   if (typeof id === 'string') return id;
@@ -109,7 +121,7 @@ class Client {
         });
       });
       req.on('timeout', () => req.destroy(new Error(`no answer within ${this.timeout} ms`)));
-      req.on('error', (e) => reject(new LineageError('unavailable', `no daemon answers at ${this.socket}: ${e.message}`)));
+      req.on('error', (e) => reject(unreachable(this.socket, e)));
       req.end(data);
     });
   }

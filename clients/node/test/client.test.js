@@ -229,3 +229,36 @@ test('a relative socket serves commands run elsewhere', { skip }, async () => {
   assert.deepEqual([res.code, res.stdout, res.stderr], [0, '/\n', '']);
   await c.sessionClose(session);
 });
+
+// No daemon needed: a real EACCES, a listening socket of mode 0600 that
+// uid 65534 connects to (root may use any socket, so root runs the client
+// as 65534 in a child, the client's source given on its stdin).
+test('a socket this uid may not use says so', async () => {
+  const net = require('node:net');
+  const os = require('node:os');
+  const { spawnSync } = require('node:child_process');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lineage-node-'));
+  fs.chmodSync(dir, 0o711);
+  const sock = path.join(dir, 'lineage.sock');
+  const server = net.createServer((c) => c.destroy());
+  await new Promise((resolve) => server.listen(sock, resolve));
+  try {
+    const root = process.getuid() === 0;
+    fs.chmodSync(sock, root ? 0o600 : 0);
+    const uid = root ? 65534 : process.getuid();
+    const probe = `;new Client({ socket: ${JSON.stringify(sock)} }).status().then(
+      () => console.log('answered'), (e) => console.log(e.code + '\\n' + e.message));`;
+    const child = spawnSync(process.execPath, ['-'], {
+      input: fs.readFileSync(path.join(__dirname, '..', 'index.js'), 'utf8') + probe,
+      cwd: '/', timeout: 20000, encoding: 'utf8',
+      ...(root ? { uid, gid: uid } : {}),
+    });
+    assert.equal(child.status, 0, `the child: ${child.stderr}`);
+    const [code, message] = child.stdout.trim().split('\n');
+    assert.equal(code, 'unavailable', child.stdout);
+    assert.ok(message.includes(`uid ${uid} may not use the socket ${sock}`) && message.includes('--socket-group'), message);
+  } finally {
+    server.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -93,6 +93,15 @@ def _abs_socket(socket: str) -> str:
         return socket
 
 
+def _unreachable(socket: str, e: BaseException) -> LineageError:
+    """The error of a request no daemon answered: code ``unavailable``,
+    saying whether this uid may not use the socket or no daemon answers."""
+    if isinstance(e, PermissionError):
+        return LineageError("unavailable", "uid %d may not use the socket %s (its mode and group decide who may: "
+                            "lineage serve --socket-mode, --socket-group): %s" % (os.getuid(), socket, e))
+    return LineageError("unavailable", "no daemon answers at %s: %s" % (socket, e))
+
+
 def _error_of(status: int, raw: bytes) -> LineageError:
     try:
         err = json.loads(raw)
@@ -145,7 +154,7 @@ class Client:
             resp = self._request(conn, method, path, body)
         except OSError as e:
             conn.close()
-            raise LineageError("unavailable", "no daemon answers at %s: %s" % (self.socket, e)) from e
+            raise _unreachable(self.socket, e) from e
         if resp.status >= 300:
             raw = resp.read()
             conn.close()
@@ -177,7 +186,7 @@ class Client:
                 self._local.conn = None
                 if attempt == 0 and not isinstance(e, (FileNotFoundError, ConnectionRefusedError)):
                     continue
-                raise LineageError("unavailable", "no daemon answers at %s: %s" % (self.socket, e)) from e
+                raise _unreachable(self.socket, e) from e
             if resp.status >= 300:
                 raise _error_of(resp.status, raw)
             return json.loads(raw) if raw else None

@@ -362,5 +362,56 @@ class ClientTest(unittest.TestCase):
         self.assertFalse(os.path.exists(marker), "a command ran in another uid's session")
 
 
+class UnusableSocketTest(unittest.TestCase):
+    """No daemon needed: a socket this uid may not use."""
+
+    def test_a_socket_this_uid_may_not_use_says_so(self):
+        # A real EACCES: a listening socket of mode 0600 that uid 65534
+        # connects to (root may use any socket, so root forks a child
+        # that becomes 65534; the module is loaded already).
+        import shutil
+        import socket
+        import tempfile
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        os.chmod(d, 0o711)
+        path = os.path.join(d, "lineage.sock")
+        ln = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.addCleanup(ln.close)
+        ln.bind(path)
+        ln.listen(1)
+        os.chmod(path, 0o600 if os.geteuid() == 0 else 0)
+        uid = 65534 if os.geteuid() == 0 else os.getuid()
+        for keepalive in (False, True):
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the child: one connect, then gone
+                code = 1
+                try:
+                    os.close(r)
+                    if os.geteuid() == 0:
+                        os.setgroups([])
+                        os.setgid(uid)
+                        os.setuid(uid)
+                    try:
+                        Client(path, keepalive=keepalive).status()
+                        os.write(w, b"answered")
+                    except LineageError as e:
+                        os.write(w, ("%s\n%s" % (e.code, e.message)).encode())
+                    code = 0
+                finally:
+                    os._exit(code)
+            os.close(w)
+            with os.fdopen(r) as f:
+                said = f.read()
+            _, status = os.waitpid(pid, 0)
+            self.assertEqual(status, 0, "the child failed: %r" % said)
+            code, _, message = said.partition("\n")
+            self.assertEqual(code, "unavailable", said)
+            self.assertIn("uid %d may not use the socket %s" % (uid, path), message)
+            self.assertIn("--socket-group", message)
+            self.assertNotIn("no daemon answers", message)
+
+
 if __name__ == "__main__":
     unittest.main()
