@@ -9,7 +9,8 @@ mkdir -p "$out"
 echo "== spawner rates, lineage run wall time, reap latency, the sidecar (cmd/lineage-bench)"
 go build -o "$out/lineage-bench" ./cmd/lineage-bench
 # The benchmark (and the event reader it runs) stays on CPU 0; it pins the
-# spawner to the last CPU, so that the two don't share one.
+# spawner to the last CPU, so that the two don't share one. The reap figure
+# runs its reapers and jobs on every CPU, as a user's reap does.
 pin=""
 if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then
 	pin="taskset -c 0"

@@ -138,6 +138,12 @@ func pinAwayFrom(cpu int) error {
 			set.Set(c)
 		}
 	}
+	return setAffinity(&set)
+}
+
+// setAffinity sets the affinity of every thread of this process to set.
+// Threads and processes started later inherit it.
+func setAffinity(set *unix.CPUSet) error {
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		return fmt.Errorf("pin: %w", err)
@@ -148,7 +154,7 @@ func pinAwayFrom(cpu int) error {
 			continue
 		}
 		// A thread that exited meanwhile is no matter.
-		if err := unix.SchedSetaffinity(tid, &set); err != nil && err != unix.ESRCH {
+		if err := unix.SchedSetaffinity(tid, set); err != nil && err != unix.ESRCH {
 			return fmt.Errorf("pin thread %d: %w", tid, err)
 		}
 	}

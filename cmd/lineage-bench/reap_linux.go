@@ -350,10 +350,26 @@ type reapKey struct {
 
 // measureReap times every reaper at every size, interleaved round by
 // round; a reaper this machine can't run (no cgroup2) is left out.
+// Every reaper and job runs on all the machine's CPUs, as users' reaps do:
+// make bench pins this process to CPU 0, which they would inherit, and a
+// reap on one CPU adds the reaper's work to its victims' exits where on
+// more it can run beside them.
 func measureReap(lineageBin string, sizes []int, rounds int) (map[reapKey][]float64, []string, error) {
 	if err := becomeSubreaper(); err != nil {
 		return nil, nil, err
 	}
+	var saved, all unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &saved); err != nil {
+		return nil, nil, fmt.Errorf("affinity: %w", err)
+	}
+	for c := range machineCPUs() {
+		all.Set(c)
+	}
+	if err := setAffinity(&all); err != nil {
+		return nil, nil, err
+	}
+	// What follows is pinned as before; a thread that can't be is no matter.
+	defer func() { _ = setAffinity(&saved) }()
 	d, err := startBenchDaemon(lineageBin, false, "")
 	if err != nil {
 		return nil, nil, fmt.Errorf("daemon: %w", err)
@@ -401,7 +417,8 @@ func measureReap(lineageBin string, sizes []int, rounds int) (map[reapKey][]floa
 func printReap(res map[reapKey][]float64, sizes []int, cols []string, rounds int, load string) {
 	fmt.Println("### Reap at every width: job exit → reaper exit, leftovers that obey SIGTERM")
 	fmt.Println()
-	fmt.Printf("Median of %d interleaved rounds, min–max in brackets; ×: against cgroup.kill in the same rounds. Load average at the start: %s.\n\n", rounds, load)
+	fmt.Printf("Median of %d interleaved rounds, min–max in brackets; ×: against cgroup.kill in the same rounds. Every reaper and job on all %d CPUs. Load average at the start: %s.\n\n",
+		rounds, machineCPUs(), load)
 	fmt.Print("| leftovers |")
 	for _, c := range cols {
 		fmt.Printf(" %s |", c)
