@@ -12,6 +12,8 @@ const path = require('node:path');
 const DEFAULT_SOCKET = '/run/lineage/lineage.sock';
 const DEFAULT_HOLD_DELAY_MS = 100;
 const DEFAULT_MAX_BUFFER = 1024 * 1024;
+// How long a connect waits for room in the daemon's full backlog, in ms.
+const BUSY_WAIT = 5000;
 // lineage exec's exit status when it failed itself, before the command
 // (its registration refused, or no daemon reached).
 const EXIT_LINEAGE_FAILED = 125;
@@ -98,8 +100,32 @@ class Client {
     this.timeout = options.timeout;
   }
 
-  /** Opens a request; resolves with the response once its headers are in. */
-  _open(method, urlPath, body) {
+  /**
+   * Opens a request; resolves with the response once its headers are in.
+   * A Unix socket whose backlog of connections not yet accepted is full
+   * refuses a connect at once (EAGAIN) where a blocking one would wait for
+   * room: a flood of another user's connections fills it for an instant.
+   * So a full backlog is tried again, for up to BUSY_WAIT ms (the timeout,
+   * if shorter), as the Go client does; nothing was sent yet.
+   */
+  async _open(method, urlPath, body) {
+    const deadline = Date.now() + Math.min(BUSY_WAIT, this.timeout > 0 ? this.timeout : BUSY_WAIT);
+    for (let wait = 1; ; wait = Math.min(2 * wait, 50)) {
+      try {
+        return await this._try(method, urlPath, body);
+      } catch (e) {
+        if (e instanceof LineageError) throw e;
+        if (e.code !== 'EAGAIN' || e.syscall !== 'connect' || Date.now() >= deadline) {
+          throw unreachable(this.socket, e);
+        }
+      }
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
+
+  /** One try of _open: it rejects with the daemon's LineageError, or the
+   * request's own error when no answer came. */
+  _try(method, urlPath, body) {
     return new Promise((resolve, reject) => {
       const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
       const headers = data ? { 'Content-Type': 'application/json', 'Content-Length': data.length } : {};
@@ -121,7 +147,7 @@ class Client {
         });
       });
       req.on('timeout', () => req.destroy(new Error(`no answer within ${this.timeout} ms`)));
-      req.on('error', (e) => reject(unreachable(this.socket, e)));
+      req.on('error', reject);
       req.end(data);
     });
   }

@@ -262,3 +262,62 @@ test('a socket this uid may not use says so', async () => {
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+// No daemon needed: a backlog full (a listening server in a child, stopped
+// while this process fills its backlog), which refuses a connect at once
+// (EAGAIN) until the child, continued, accepts.
+test('a full backlog is waited for, for up to the timeout', async () => {
+  const net = require('node:net');
+  const os = require('node:os');
+  const { spawn } = require('node:child_process');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lineage-node-'));
+  const sock = path.join(dir, 'lineage.sock');
+  const server = spawn(process.execPath, ['-e', `
+    const server = require('node:http').createServer((req, res) => {
+      res.setHeader('Content-Type', 'application/json');
+      res.end('{"api":1}', () => process.exit(0));
+    });
+    server.listen({ path: ${JSON.stringify(sock)}, backlog: 0 }, () => console.log('ready'));
+    setTimeout(() => process.exit(1), 20000);`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = new Promise((resolve) => server.on('exit', resolve));
+  const fillers = [];
+  try {
+    await new Promise((resolve) => server.stdout.once('data', resolve));
+    server.kill('SIGSTOP');
+    for (;;) {
+      const c = net.connect(sock);
+      const err = await new Promise((resolve) => { c.once('connect', () => resolve(null)); c.once('error', resolve); });
+      if (err) {
+        assert.equal(err.code, 'EAGAIN', `a filler's connect: ${err}`);
+        break;
+      }
+      fillers.push(c);
+    }
+    assert.ok(fillers.length >= 1, 'the backlog took no connection');
+
+    // A backlog that stays full: unavailable once the timeout passes.
+    let start = Date.now();
+    const err = await new Client({ socket: sock, timeout: 400 }).status().catch((e) => e);
+    const took = Date.now() - start;
+    assert.ok(err instanceof LineageError && err.code === 'unavailable' && /EAGAIN/.test(err.message), `a backlog that stays full: ${err}`);
+    assert.ok(took >= 350 && took < 3000, `gave up after ${took} ms, not about 400`);
+
+    // A backlog that frees: the answer, once the server accepts.
+    start = Date.now();
+    const answer = new Client({ socket: sock, timeout: 10000 }).status();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    for (const c of fillers) c.destroy();
+    server.kill('SIGCONT');
+    assert.deepEqual(await answer, { api: 1 });
+    assert.ok(Date.now() - start >= 250, 'answered before the backlog had room');
+    assert.equal(await exited, 0);
+  } finally {
+    for (const c of fillers) c.destroy();
+    if (server.exitCode === null && server.signalCode === null) {
+      server.kill('SIGKILL');
+      server.kill('SIGCONT');
+      await exited;
+    }
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

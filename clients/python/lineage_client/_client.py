@@ -8,12 +8,16 @@ import os
 import shutil
 import socket as _socket
 import threading
+import time
 import urllib.parse
 from typing import Any, Iterator, Mapping, Sequence
 
 __all__ = ["Client", "Ended", "LineageError", "DEFAULT_SOCKET"]
 
 DEFAULT_SOCKET = "/run/lineage/lineage.sock"
+
+# How long a connect waits for room in the daemon's full backlog.
+_BUSY_WAIT = 5.0
 
 
 class LineageError(Exception):
@@ -52,15 +56,32 @@ class _UnixConnection(http.client.HTTPConnection):
         self._path = path
 
     def connect(self) -> None:
-        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-        if self.timeout is not None:
-            sock.settimeout(self.timeout)
-        try:
-            sock.connect(self._path)
-        except OSError:
-            sock.close()
-            raise
-        self.sock = sock
+        # A Unix socket whose backlog of connections not yet accepted is
+        # full refuses a connect with a timeout at once (EAGAIN) where a
+        # blocking one waits for room: a flood of another user's
+        # connections fills it for an instant. So a full backlog is tried
+        # again, for up to _BUSY_WAIT (and the timeout, if shorter), as the
+        # Go client does.
+        wait = 0.001
+        deadline = time.monotonic() + min(_BUSY_WAIT, self.timeout if self.timeout is not None else _BUSY_WAIT)
+        while True:
+            sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+            if self.timeout is not None:
+                sock.settimeout(self.timeout)
+            try:
+                sock.connect(self._path)
+            except BlockingIOError:
+                sock.close()
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(wait)
+                wait = min(2 * wait, 0.05)
+                continue
+            except OSError:
+                sock.close()
+                raise
+            self.sock = sock
+            return
 
 
 def identity_string(identity: Any) -> str:

@@ -363,7 +363,7 @@ class ClientTest(unittest.TestCase):
 
 
 class UnusableSocketTest(unittest.TestCase):
-    """No daemon needed: a socket this uid may not use."""
+    """No daemon needed: a socket this uid may not use, a backlog full."""
 
     def test_a_socket_this_uid_may_not_use_says_so(self):
         # A real EACCES: a listening socket of mode 0600 that uid 65534
@@ -411,6 +411,76 @@ class UnusableSocketTest(unittest.TestCase):
             self.assertIn("uid %d may not use the socket %s" % (uid, path), message)
             self.assertIn("--socket-group", message)
             self.assertNotIn("no daemon answers", message)
+
+    def _full_backlog(self):
+        """A listening socket that accepts nothing yet, its backlog full of
+        the connections returned."""
+        import shutil
+        import socket
+        import tempfile
+        d = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, d)
+        path = os.path.join(d, "lineage.sock")
+        ln = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.addCleanup(ln.close)
+        ln.bind(path)
+        ln.listen(0)
+        fillers = []
+        while True:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.setblocking(False)
+            try:
+                s.connect(path)
+            except BlockingIOError:
+                s.close()
+                break
+            self.addCleanup(s.close)
+            fillers.append(s)
+        return ln, path, fillers
+
+    def test_a_full_backlog_is_waited_for(self):
+        # A connect with a timeout to a full backlog is refused at once
+        # (EAGAIN); the client tries again until the daemon accepts.
+        import threading
+        import time
+        ln, path, fillers = self._full_backlog()
+
+        def serve():
+            time.sleep(0.3)
+            for s in fillers:
+                s.close()  # each is accepted at end of file
+            while True:
+                c, _ = ln.accept()
+                with c:
+                    c.settimeout(5)
+                    req = c.recv(65536)
+                    if not req:
+                        continue  # one of the connections that filled it
+                    body = b'{"api": 1, "reaping": "on"}'
+                    c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                              b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body))
+                    return
+
+        t = threading.Thread(target=serve, daemon=True)
+        t.start()
+        start = time.monotonic()
+        got = Client(path, timeout=5).status()
+        self.assertEqual(got, {"api": 1, "reaping": "on"})
+        self.assertGreaterEqual(time.monotonic() - start, 0.25)
+        t.join(5)
+        self.assertFalse(t.is_alive())
+
+    def test_a_backlog_that_stays_full_fails_within_the_timeout(self):
+        import time
+        _, path, _ = self._full_backlog()
+        start = time.monotonic()
+        with self.assertRaises(LineageError) as cm:
+            Client(path, timeout=0.4).status()
+        took = time.monotonic() - start
+        self.assertEqual(cm.exception.code, "unavailable")
+        self.assertIn("no daemon answers", cm.exception.message)
+        self.assertGreaterEqual(took, 0.35)
+        self.assertLess(took, 3)
 
 
 if __name__ == "__main__":
