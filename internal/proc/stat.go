@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/lineage-dev/lineage/lineage"
 )
@@ -76,26 +77,56 @@ func CheckStat(st lineage.Stat, id lineage.Identity) error {
 	return nil
 }
 
+// midExecWait bounds how long [ReadArgv] waits for a process in the middle
+// of an exec to show its new command line.
+const midExecWait = 50 * time.Millisecond
+
 // ReadArgv returns the command line of pid under root (empty for kernel
 // threads and zombies), at most lineage.MaxArgvBytes of it: a longer one
 // is cut and marked (lineage.ArgvFromCmdline), and never read whole. For a
 // process whose leader thread has exited while others run on, it is read
 // through one of the live threads.
+//
+// A process in the middle of an exec shows no command line: from the
+// moment the kernel gives it its new address space until it has laid out
+// the new program's arguments, /proc reads empty (a millisecond or so).
+// ReadArgv waits that out, for up to 50 ms, so that a process that is
+// merely being exec'd (a `setsid` becoming its program) is never named by
+// nothing; a process that stays without one (it is exiting, or set its
+// arguments' bounds to nothing) costs that wait.
 func ReadArgv(root string, pid int) ([]string, error) {
 	dir := filepath.Join(root, strconv.Itoa(pid))
-	raw, err := readCapped(filepath.Join(dir, "cmdline"), lineage.MaxArgvBytes+1)
-	if err != nil {
-		return nil, noProcess(pid, err)
+	deadline := time.Now().Add(midExecWait)
+	for pause := 100 * time.Microsecond; ; pause = min(2*pause, 5*time.Millisecond) {
+		raw, err := readCmdline(dir)
+		if err != nil {
+			return nil, noProcess(pid, err)
+		}
+		if len(raw) > 0 || !time.Now().Before(deadline) {
+			return lineage.ArgvFromCmdline(raw), nil
+		}
+		st, err := ReadStat(root, pid)
+		if err != nil || st.Kernel || st.Exiting || st.Zombie() {
+			return nil, nil
+		}
+		time.Sleep(pause)
 	}
-	if len(raw) == 0 {
-		tasks, _ := os.ReadDir(filepath.Join(dir, "task"))
-		for _, t := range tasks {
-			if r, err := readCapped(filepath.Join(dir, "task", t.Name(), "cmdline"), lineage.MaxArgvBytes+1); err == nil && len(r) > 0 {
-				return lineage.ArgvFromCmdline(r), nil
-			}
+}
+
+// readCmdline reads the cmdline of the process at dir, through one of its
+// live threads when its leader thread has exited.
+func readCmdline(dir string) ([]byte, error) {
+	raw, err := readCapped(filepath.Join(dir, "cmdline"), lineage.MaxArgvBytes+1)
+	if err != nil || len(raw) > 0 {
+		return raw, err
+	}
+	tasks, _ := os.ReadDir(filepath.Join(dir, "task"))
+	for _, t := range tasks {
+		if r, err := readCapped(filepath.Join(dir, "task", t.Name(), "cmdline"), lineage.MaxArgvBytes+1); err == nil && len(r) > 0 {
+			return r, nil
 		}
 	}
-	return lineage.ArgvFromCmdline(raw), nil
+	return raw, nil
 }
 
 // readCapped reads at most limit bytes of the file at path.

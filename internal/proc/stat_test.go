@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/procfs"
 
@@ -117,5 +118,66 @@ func TestExeAndUIDsOfSelf(t *testing.T) {
 	}
 	if _, err := p.Exe(0x7fffffff); !errors.Is(err, lineage.ErrNoProcess) {
 		t.Errorf("Exe(no such pid) = %v, want ErrNoProcess", err)
+	}
+}
+
+// A process read while it execs is named by its old program or its new
+// one, never by nothing: the kernel shows an empty command line from the
+// moment it gives the process its new address space until the new
+// arguments are laid out, and ReadArgv waits that out.
+func TestReadArgvThroughAnExec(t *testing.T) {
+	setsid, err := exec.LookPath("setsid")
+	if err != nil {
+		t.Fatalf("setsid: %v", err)
+	}
+	for range 30 {
+		cmd := exec.Command(setsid, "sleep", "5")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var reads []string
+		for deadline := time.Now().Add(20 * time.Millisecond); time.Now().Before(deadline); {
+			argv, err := proc.ReadArgv("/proc", cmd.Process.Pid)
+			if err != nil {
+				t.Errorf("ReadArgv(%d): %v", cmd.Process.Pid, err)
+				break
+			}
+			reads = append(reads, strings.Join(argv, " "))
+			if len(argv) == 2 {
+				break
+			}
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		for _, r := range reads {
+			if r != setsid+" sleep 5" && r != "sleep 5" {
+				t.Fatalf("read %q while setsid became sleep (reads %q)", r, reads)
+			}
+		}
+		if reads[len(reads)-1] != "sleep 5" {
+			t.Fatalf("never read sleep's own command line: %q", reads)
+		}
+	}
+}
+
+// A zombie has no command line, and reads as none at once.
+func TestReadArgvOfAZombie(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	for {
+		st, err := proc.ReadStat("/proc", cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Zombie() {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if argv, err := proc.ReadArgv("/proc", cmd.Process.Pid); err != nil || len(argv) != 0 {
+		t.Fatalf("ReadArgv(zombie) = %q, %v; want none", argv, err)
 	}
 }
