@@ -35,6 +35,12 @@ type Stat struct {
 	// kernel masks the rest out of this file). Only the proc package's
 	// StatReader reads them.
 	SigIgnore, SigCatch uint64
+	// ArgEnd is field 49, where the program's arguments end in its memory.
+	// It is 0 in the middle of an exec, from the moment the kernel gives
+	// the process its new address space until it has laid out the new
+	// program's arguments, and for zombies, kernel threads and processes
+	// the reader may not inspect.
+	ArgEnd uint64
 }
 
 // Ignores reports whether st showed sig ignored.

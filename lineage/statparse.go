@@ -28,7 +28,8 @@ var states = func() [256]string {
 }()
 
 // ParseStat parses the contents of /proc/PID/stat. It needs the fields up to
-// 22 (start time); later ones (28, the stack; 52, the exit code) are read
+// 22 (start time); later ones (28, the stack; 49, the arguments' end; 52,
+// the exit code) are read
 // when present, as on every kernel lineage runs on. A name equal to comm
 // is returned as comm, without allocating.
 func ParseStat(pid int, data []byte, comm string) (Stat, error) {
@@ -75,7 +76,7 @@ func setField(st *Stat, field int, tok []byte) error {
 		return nil
 	}
 	switch field {
-	case 4, 5, 6, 9, 20, 22, 28, 33, 34, 52:
+	case 4, 5, 6, 9, 20, 22, 28, 33, 34, 49, 52:
 	default:
 		return nil
 	}
@@ -103,6 +104,8 @@ func setField(st *Stat, field int, tok []byte) error {
 		st.SigIgnore = v
 	case 34:
 		st.SigCatch = v
+	case 49:
+		st.ArgEnd = v
 	case 52:
 		st.ExitCode = ExitStatus(int32(v))
 	}

@@ -92,22 +92,30 @@ const midExecWait = 50 * time.Millisecond
 // the new program's arguments, /proc reads empty (a millisecond or so).
 // ReadArgv waits that out, for up to 50 ms, so that a process that is
 // merely being exec'd (a `setsid` becoming its program) is never named by
-// nothing; a process that stays without one (it is exiting, or set its
-// arguments' bounds to nothing) costs that wait.
+// nothing. Only such a process is waited for: one whose stat shows its
+// arguments laid out (an empty command line it chose, such as bounds set to
+// nothing) is not, nor a kernel thread, nor one exiting. A reader that may
+// not inspect the process sees no bounds, and waits.
 func ReadArgv(root string, pid int) ([]string, error) {
 	dir := filepath.Join(root, strconv.Itoa(pid))
 	deadline := time.Now().Add(midExecWait)
+	laidOut := false
 	for pause := 100 * time.Microsecond; ; pause = min(2*pause, 5*time.Millisecond) {
 		raw, err := readCmdline(dir)
 		if err != nil {
 			return nil, noProcess(pid, err)
 		}
-		if len(raw) > 0 || !time.Now().Before(deadline) {
+		if len(raw) > 0 || laidOut || !time.Now().Before(deadline) {
 			return lineage.ArgvFromCmdline(raw), nil
 		}
 		st, err := ReadStat(root, pid)
 		if err != nil || st.Kernel || st.Exiting || st.Zombie() {
 			return nil, nil
+		}
+		if st.ArgEnd != 0 {
+			// Laid out by now, if not at the read above: read once more.
+			laidOut = true
+			continue
 		}
 		time.Sleep(pause)
 	}

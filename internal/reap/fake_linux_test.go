@@ -134,13 +134,19 @@ type fakeSignaler struct {
 	// stuck holds the processes SIGKILL doesn't end (uninterruptible
 	// sleep, which can't be made on demand).
 	stuck map[int]bool
+	// tick, if set, is how far the clock moves at every look at it, so
+	// that the reaper's own work takes time.
+	tick time.Duration
 }
 
 func newFakeSignaler(f *fakeProc) *fakeSignaler {
 	return &fakeSignaler{proc: f, now: 1000 * time.Second, pins: make(map[Pin]int), gone: make(map[int]bool), pending: make(map[int][]syscall.Signal), sent: make(map[int][]string)}
 }
 
-func (s *fakeSignaler) clock() time.Duration { return s.now }
+func (s *fakeSignaler) clock() time.Duration {
+	s.now += s.tick
+	return s.now
+}
 
 func (s *fakeSignaler) exists(pid int) bool {
 	_, err := os.Stat(filepath.Join(s.proc.root, strconv.Itoa(pid)))

@@ -39,7 +39,11 @@ type reaper struct {
 	deadline time.Duration
 	// exitAt is when an exit last came in, on the reaper's clock.
 	exitAt time.Duration
-	rep    Report
+	// deafSpent is how long deafCheck's reads have taken in the poll
+	// interval that began at deafWindow.
+	deafWindow time.Duration
+	deafSpent  time.Duration
+	rep        Report
 }
 
 func (r *reaper) now() time.Duration { return r.opts.Now() }
