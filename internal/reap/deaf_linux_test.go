@@ -56,6 +56,9 @@ func TestFakeDeafInitAmongSlowExits(t *testing.T) {
 	if o := out[init]; o.Result != lineage.Killed || o.Reason != whyDeafInit || !slices.Equal(o.Sent, []string{"TERM", "KILL"}) {
 		t.Fatalf("the namespace's init: %s (%q), sent %v; want killed as deaf to TERM after TERM", o.Result, o.Reason, o.Sent)
 	}
+	if !out[init].Member.Exited {
+		t.Errorf("the killed init's member reads not exited")
+	}
 	if exitsBeforeKill < 0 || exitsBeforeKill >= obeying {
 		t.Errorf("the init was killed after %d of %d exits; want it found while exits still came in", exitsBeforeKill, obeying)
 	}
@@ -63,8 +66,8 @@ func TestFakeDeafInitAmongSlowExits(t *testing.T) {
 		t.Errorf("took %v: the init waited for the grace", rep.Took)
 	}
 	for _, id := range ids {
-		if o := out[id]; o.Result != lineage.Terminated {
-			t.Fatalf("%s: %s, want terminated", id, o.Result)
+		if o := out[id]; o.Result != lineage.Terminated || !o.Member.Exited {
+			t.Fatalf("%s: %s, member exited %v; want terminated, exited", id, o.Result, o.Member.Exited)
 		}
 	}
 	t.Logf("killed after %d of %d exits, reap took %v", exitsBeforeKill, obeying, rep.Took)

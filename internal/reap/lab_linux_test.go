@@ -608,6 +608,9 @@ func checkReport(t testing.TB, j *job, rep Report) map[lineage.Identity]Outcome 
 		if o.Result != lineage.Kept && o.Result != lineage.Refused && running(id) {
 			t.Errorf("member %s (%v, %s) still runs", id, o.Argv, o.Result)
 		}
+		if ended := o.Result == lineage.Exited || o.Result == lineage.Terminated || o.Result == lineage.Killed; ended != o.Member.Exited {
+			t.Errorf("member %s: result %s beside member exited %v", id, o.Result, o.Member.Exited)
+		}
 	}
 	if len(byID) != len(all) {
 		t.Errorf("report has %d outcomes, the source listed %d members", len(byID), len(all))
