@@ -29,9 +29,8 @@ var states = func() [256]string {
 
 // ParseStat parses the contents of /proc/PID/stat. It needs the fields up to
 // 22 (start time); later ones (28, the stack; 49, the arguments' end; 52,
-// the exit code) are read
-// when present, as on every kernel lineage runs on. A name equal to comm
-// is returned as comm, without allocating.
+// the exit code) are read when present, as on every kernel lineage runs
+// on. A name equal to comm is returned as comm, without allocating.
 func ParseStat(pid int, data []byte, comm string) (Stat, error) {
 	l := bytes.IndexByte(data, '(')
 	r := bytes.LastIndexByte(data, ')')

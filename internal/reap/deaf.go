@@ -23,7 +23,7 @@ import (
 // The reads of a poll interval stop once they have taken 1/deafShare of it.
 // A reap of thousands on a machine whose exits are slow has most members
 // alive past deafPatience, each waiting for a CPU to exit on, and each
-// status read there (100–150 µs beside the exits in progress) takes CPU
+// status read there (100–240 µs beside the exits in progress) takes CPU
 // they need: unbounded, 3,500–4,700 reads took 0.4–0.8 s of a 2 s reap of
 // 5,000 on a 2-CPU VM. A deaf member is found a few intervals later, and
 // the grace ends it in any case.
