@@ -12,7 +12,7 @@ import (
 	"github.com/lineage-dev/lineage/lineage"
 )
 
-// A PID namespace's init deaf to SIGTERM, among thousands of members that
+// A PID namespace's init deaf to SIGTERM, among hundreds of members that
 // obey it but exit one by one, slower than the reap signals them: long past
 // deafPatience, with exits still coming in, the status reads that deafCheck
 // spreads over the poll intervals find it and kill it without its grace.
