@@ -194,9 +194,9 @@ func statOf(p *inspectProcStat) lineage.Stat {
 
 // Inspect reads, in one run of the kernel's inspect program per 4096 pids,
 // what /proc/PID/stat shows of each of pids at that moment, into out (as
-// long as pids). A pid that no task has gets a zero Stat; PGRP and Session
-// are left zero. Pids are those of the initial pid namespace. It is safe
-// for concurrent use; it fails when the kernel refused the program
+// long as pids). A pid that no task has gets a zero Stat; PGRP, Session and
+// ArgEnd are left zero. Pids are those of the initial pid namespace. It is
+// safe for concurrent use; it fails when the kernel refused the program
 // ([Tracker.Inspects]).
 func (b *Tracker) Inspect(pids []uint32, out []lineage.Stat) error {
 	if len(out) != len(pids) {

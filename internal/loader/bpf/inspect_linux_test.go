@@ -134,7 +134,7 @@ func agreeWithProc(t *testing.T, b *Tracker, pid int) (fromProc, inspected linea
 		if err != nil {
 			t.Fatalf("read /proc: %v", err)
 		}
-		st.PGRP, st.Session = 0, 0 // not inspected
+		st.PGRP, st.Session, st.ArgEnd = 0, 0, 0 // not inspected
 		return st
 	}
 	out := make([]lineage.Stat, 1)
