@@ -51,7 +51,7 @@ func writeFakeProc(t *testing.T, root string, pid int, stat string) {
 }
 
 // statsAgree compares what the two parsers both read (procfs skips fields
-// 33, 34 and 52).
+// 33, 34, 49 and 52).
 func statsAgree(a, b lineage.Stat) bool {
 	a.ExitCode, b.ExitCode = 0, 0
 	a.SigIgnore, b.SigIgnore, a.SigCatch, b.SigCatch = 0, 0, 0, 0
