@@ -611,6 +611,9 @@ func checkReport(t testing.TB, j *job, rep Report) map[lineage.Identity]Outcome 
 		if ended := o.Result == lineage.Exited || o.Result == lineage.Terminated || o.Result == lineage.Killed; ended != o.Member.Exited {
 			t.Errorf("member %s: result %s beside member exited %v", id, o.Result, o.Member.Exited)
 		}
+		if o.Status != nil && o.Member.Status != *o.Status {
+			t.Errorf("member %s: status %v beside member status %v", id, *o.Status, o.Member.Status)
+		}
 	}
 	if len(byID) != len(all) {
 		t.Errorf("report has %d outcomes, the source listed %d members", len(byID), len(all))

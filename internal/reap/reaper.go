@@ -391,6 +391,9 @@ func (r *reaper) finish(start time.Duration) {
 		if v.out.Result == lineage.Exited || v.out.Result == lineage.Terminated || v.out.Result == lineage.Killed {
 			end = v.endedAt
 			v.out.Member.Exited = true // the listing saw it alive
+			if v.out.Status != nil {
+				v.out.Member.Status = *v.out.Status
+			}
 		}
 		if v.out.Result != lineage.Vanished {
 			v.out.Age = max(end-lineage.TicksToDuration(v.id.StartTicks), 0)
