@@ -167,14 +167,16 @@ func (h *hub) close() {
 // reaches the client as it happens; each write must be read within
 // writeTimeout.
 type flushWriter struct {
-	w http.ResponseWriter
-	f http.Flusher
+	w  http.ResponseWriter
+	rc *http.ResponseController
 }
 
 func (fw flushWriter) Write(b []byte) (int, error) {
-	writeWithin(fw.w)
+	_ = fw.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
 	n, err := fw.w.Write(b)
-	fw.f.Flush()
+	if ferr := fw.rc.Flush(); err == nil {
+		err = ferr
+	}
 	return n, err
 }
 
@@ -197,8 +199,7 @@ func (s *Server) events(r *http.Request, p Peer) (int, any, error) {
 		return 0, nil, forbidden("caller uid %d may stream only its own sessions: give ?session=", p.UID)
 	}
 	w := r.Context().Value(responseKey{}).(http.ResponseWriter)
-	f, ok := w.(http.Flusher)
-	if !ok {
+	if _, ok := w.(http.Flusher); !ok {
 		return 0, nil, errorf(http.StatusInternalServerError, api.CodeInternal, "streaming unsupported")
 	}
 	if err := s.usage.take(p.UID, limitStreams, 1); err != nil {
@@ -212,7 +213,7 @@ func (s *Server) events(r *http.Request, p Peer) (int, any, error) {
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.WriteHeader(http.StatusOK)
-	rw, err := record.NewWriter(flushWriter{w, f}, record.HostHeader(nil), nil)
+	rw, err := record.NewWriter(flushWriter{w, http.NewResponseController(w)}, record.HostHeader(nil), nil)
 	if err != nil {
 		return 0, nil, nil
 	}
