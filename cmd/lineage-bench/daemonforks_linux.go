@@ -132,13 +132,20 @@ func (fr forkRounds) measure() (forkResult, error) {
 // online CPUs other than cpu. Threads and processes started later inherit
 // it.
 func pinAwayFrom(cpu int) error {
+	set := onlineCPUsBut(cpu)
+	return setAffinity(&set)
+}
+
+// onlineCPUsBut returns the set of the machine's online CPUs other than
+// cpu; every one of them for a cpu of -1.
+func onlineCPUsBut(cpu int) unix.CPUSet {
 	var set unix.CPUSet
 	for c := range machineCPUs() {
 		if c != cpu {
 			set.Set(c)
 		}
 	}
-	return setAffinity(&set)
+	return set
 }
 
 // setAffinity sets the affinity of every thread of this process to set.

@@ -358,13 +358,11 @@ func measureReap(lineageBin string, sizes []int, rounds int) (map[reapKey][]floa
 	if err := becomeSubreaper(); err != nil {
 		return nil, nil, err
 	}
-	var saved, all unix.CPUSet
+	var saved unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &saved); err != nil {
 		return nil, nil, fmt.Errorf("affinity: %w", err)
 	}
-	for c := range machineCPUs() {
-		all.Set(c)
-	}
+	all := onlineCPUsBut(-1)
 	if err := setAffinity(&all); err != nil {
 		return nil, nil, err
 	}
