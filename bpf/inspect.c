@@ -11,14 +11,16 @@
  * every pid of a batch up with bpf_task_from_pid and writes the few fields
  * the check reads, in one system call.
  *
- * It shares nothing with lineage.c: its one map is the batch, which user
- * space fills and reads through mmap. It needs bpf_task_from_pid in
+ * It shares no map with lineage.c (signal.h, the kill(2) bound and the
+ * signal through a live thread, is all they share): its one map is the
+ * batch, which user space fills and reads through mmap. It needs bpf_task_from_pid in
  * syscall programs (6.10+, within the full program's 6.13+); where the
  * kernel refuses it, the reaper reads /proc as before.
  */
 #include "core.h"
 #include <bpf/bpf_helpers.h>
 #include "inspect.h"
+#include "signal.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -239,64 +241,12 @@ int inspect(void *ctx)
  * open-coded task iterator (6.7+) and bpf_rcu_read_lock (6.2+); the loader
  * loads it apart from inspect.
  */
-extern struct task_struct *bpf_task_acquire(struct task_struct *p) __ksym;
-extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type, __u64 value) __ksym;
-extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task, unsigned int flags) __ksym;
-extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __ksym;
-extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __ksym;
 extern void bpf_rcu_read_lock(void) __ksym;
 extern void bpf_rcu_read_unlock(void) __ksym;
 
 #define EPERM 1
-#define ESRCH 3
 #define EACCES 13
 #define ESTALE 116
-
-const volatile bool kill_uid_bounded = false;
-const volatile __u32 kill_uid_real = 0;
-const volatile __u32 kill_uid_effective = 0;
-
-/* Whether kill(2) would let the user lineage signals for signal t. */
-static __always_inline bool may_kill(struct task_struct *t)
-{
-	const struct cred *c;
-	__u32 uid, suid;
-
-	if (!kill_uid_bounded)
-		return true;
-	c = t->real_cred;
-	uid = c->uid.val;
-	suid = c->suid.val;
-	return uid == kill_uid_real || uid == kill_uid_effective ||
-	       suid == kill_uid_real || suid == kill_uid_effective;
-}
-
-/* The kernel refuses to signal an exiting task, and a leader that exited
- * stays, exiting, as the group's handle while its other threads run on:
- * signal the group through one of those. */
-static __always_inline int signal_live_thread(struct task_struct *leader, int sig)
-{
-	struct bpf_iter_task it;
-	struct task_struct *t;
-	int err = -ESRCH;
-
-	/* A syscall program runs outside RCU: the walk of the threads needs it. */
-	bpf_rcu_read_lock();
-	bpf_iter_task_new(&it, leader, BPF_TASK_ITER_PROC_THREADS);
-	while ((t = bpf_iter_task_next(&it))) {
-		if (t->flags & PF_EXITING)
-			continue;
-		t = bpf_task_acquire(t);
-		if (!t)
-			continue;
-		err = bpf_send_signal_task(t, sig, PIDTYPE_TGID, 0);
-		bpf_task_release(t);
-		break;
-	}
-	bpf_iter_task_destroy(&it);
-	bpf_rcu_read_unlock();
-	return err;
-}
 
 /* signal_pid signals p's identity as signal_batch says; global, as
  * inspect_pid is. */
@@ -318,10 +268,14 @@ __attribute__((noinline)) int signal_pid(struct proc_stat *p)
 		p->err = -EPERM;
 	else if (!may_kill(task))
 		p->err = -EACCES;
-	else if (task->flags & PF_EXITING)
+	else if (task->flags & PF_EXITING) {
+		/* A syscall program runs outside RCU: the walk of the threads needs it. */
+		bpf_rcu_read_lock();
 		p->err = signal_live_thread(task, p->sig);
-	else
+		bpf_rcu_read_unlock();
+	} else {
 		p->err = bpf_send_signal_task(task, p->sig, PIDTYPE_TGID, 0);
+	}
 	bpf_task_release(task);
 	return 0;
 }

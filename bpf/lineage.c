@@ -43,6 +43,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "lineage.h"
+#include "signal.h"
 
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -57,16 +58,6 @@ const volatile __u32 wakeup_bytes = 0;            /* wake the reader past this f
 /* Fail closed: a process the full membership map can't hold is killed, not
  * let go. Off only when the user asked for today's escape. */
 const volatile bool kill_untracked = false;
-/*
- * Capabilities are not a licence. The kernel's own signals skip kill(2)'s
- * permission check, so when lineage runs with capabilities but not as root
- * (a setcap install), the program applies that check itself, for the user
- * who ran lineage: a process is killed only if its real or saved uid is
- * that user's real or effective uid. Off when lineage runs as root.
- */
-const volatile bool kill_uid_bounded = false;
-const volatile __u32 kill_uid_real = 0;
-const volatile __u32 kill_uid_effective = 0;
 
 /*
  * Spawning a root without a gap: the supervisor arms one of its threads, and
@@ -192,21 +183,6 @@ static __always_inline void count(enum stat stat)
 
 /* A kill skipped because the user lineage kills for could not send it. */
 #define KILL_NOT_THE_USERS 1
-
-/* Whether kill(2) would let the user lineage kills for signal t. */
-static __always_inline bool may_kill(struct task_struct *t)
-{
-	const struct cred *c;
-	__u32 uid, suid;
-
-	if (!kill_uid_bounded)
-		return true;
-	c = t->real_cred;
-	uid = c->uid.val;
-	suid = c->suid.val;
-	return uid == kill_uid_real || uid == kill_uid_effective ||
-	       suid == kill_uid_real || suid == kill_uid_effective;
-}
 
 /* Count the outcome of a kill the program asked for. */
 static __always_inline void count_kill(int err, enum stat done)
@@ -347,41 +323,6 @@ static __always_inline int kill_current(struct task_struct *self)
 
 #ifndef LINEAGE_COMPAT
 extern struct task_struct *bpf_task_from_pid(__s32 pid) __ksym;
-extern struct task_struct *bpf_task_acquire(struct task_struct *p) __ksym;
-extern void bpf_task_release(struct task_struct *p) __ksym;
-extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type, __u64 value) __ksym;
-extern int bpf_iter_task_new(struct bpf_iter_task *it, struct task_struct *task, unsigned int flags) __ksym;
-extern struct task_struct *bpf_iter_task_next(struct bpf_iter_task *it) __ksym;
-extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __ksym;
-
-#define ESRCH 3
-
-/*
- * The kernel refuses to signal an exiting task, and a leader thread that
- * exited stays, exiting, as the group's handle while its other threads run
- * on: signal the group through one of those. All share the leader's start,
- * which the caller checked.
- */
-static __always_inline int kill_through_live_thread(struct task_struct *leader)
-{
-	struct bpf_iter_task it;
-	struct task_struct *t;
-	int err = -ESRCH;
-
-	bpf_iter_task_new(&it, leader, BPF_TASK_ITER_PROC_THREADS);
-	while ((t = bpf_iter_task_next(&it))) {
-		if (t->flags & PF_EXITING)
-			continue;
-		t = bpf_task_acquire(t);
-		if (!t)
-			continue;
-		err = bpf_send_signal_task(t, SIGKILL, PIDTYPE_TGID, 0);
-		bpf_task_release(t);
-		break;
-	}
-	bpf_iter_task_destroy(&it);
-	return err;
-}
 
 /* How long kills may wait for the CPU's signal slot: per contained child,
  * and in all when the supervisor dies. */
@@ -414,7 +355,7 @@ static long try_kill(__u32 i, struct kill_ctx *k)
 		return 1;
 	}
 	if (t->flags & PF_EXITING)
-		k->err = kill_through_live_thread(t);
+		k->err = signal_live_thread(t, SIGKILL);
 	else
 		k->err = bpf_send_signal_task(t, SIGKILL, PIDTYPE_TGID, 0);
 	bpf_task_release(t);

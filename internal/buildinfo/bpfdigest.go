@@ -4,4 +4,4 @@ package buildinfo
 
 // CommittedBPF is the digest of the BPF objects committed in
 // internal/loader/bpf, for a binary that embeds none.
-const CommittedBPF = "d0f81e926178"
+const CommittedBPF = "8c73e9998b2e"
