@@ -21,6 +21,16 @@ var (
 		"New processes not tracked because the membership map was full (killed or escaped, as --on-full says).", nil, nil)
 	descUIDSpared = prometheus.NewDesc("lineage_kernel_kills_spared_total",
 		"Kills the kernel side skipped because the invoking user could not have sent them with kill(2) (a setcap install; always 0 as root).", nil, nil)
+	descHookMisses = prometheus.NewDesc("lineage_hook_misses_total",
+		"Runs of the tracker's programs the kernel skipped (a hook fired on a CPU where it already ran: kernels whose tracepoints run preemptible).", nil, nil)
+	descForkMisses = prometheus.NewDesc("lineage_fork_hook_misses_total",
+		"Forks the first fork hook missed: caught by the second, adopted from /proc, or escaped unseen.", nil, nil)
+	descForksCaught = prometheus.NewDesc("lineage_forks_caught_total",
+		"Members the second fork hook inserted for forks the first missed.", nil, nil)
+	descAdopted = prometheus.NewDesc("lineage_adopted_processes_total",
+		"Processes no fork hook saw, adopted from /proc: by their live parent (parent), or as an orphan of a root's orphanage (orphanage).", []string{"from"}, nil)
+	descUnattributed = prometheus.NewDesc("lineage_unattributed_orphans_total",
+		"Orphans no hook saw that an orphanage inherited but no one root could claim: they escaped.", nil, nil)
 	descMapEntries = prometheus.NewDesc("lineage_members_map_entries",
 		"Entries in the bpf backend's membership map.", nil, nil)
 	descMapCapacity = prometheus.NewDesc("lineage_members_map_capacity",
@@ -32,7 +42,8 @@ var (
 type stateCollector struct{ s *Server }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTracked, descRoots, descSessions, descLost, descUntracked, descUIDSpared, descMapEntries, descMapCapacity} {
+	for _, d := range []*prometheus.Desc{descTracked, descRoots, descSessions, descLost, descUntracked, descUIDSpared,
+		descHookMisses, descForkMisses, descForksCaught, descAdopted, descUnattributed, descMapEntries, descMapCapacity} {
 		ch <- d
 	}
 }
@@ -55,10 +66,20 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(descLost, err)
 		ch <- prometheus.NewInvalidMetric(descUntracked, err)
 		ch <- prometheus.NewInvalidMetric(descUIDSpared, err)
+		for _, d := range []*prometheus.Desc{descHookMisses, descForkMisses, descForksCaught, descAdopted, descUnattributed} {
+			ch <- prometheus.NewInvalidMetric(d, err)
+		}
 	} else {
 		ch <- prometheus.MustNewConstMetric(descLost, prometheus.CounterValue, float64(st.EventsLost))
 		ch <- prometheus.MustNewConstMetric(descUntracked, prometheus.CounterValue, float64(st.MembersFull))
 		ch <- prometheus.MustNewConstMetric(descUIDSpared, prometheus.CounterValue, float64(st.UIDSpared))
+		ch <- prometheus.MustNewConstMetric(descHookMisses, prometheus.CounterValue, float64(st.HookMisses))
+		ch <- prometheus.MustNewConstMetric(descForkMisses, prometheus.CounterValue, float64(st.ForkMisses))
+		ch <- prometheus.MustNewConstMetric(descForksCaught, prometheus.CounterValue, float64(st.ForksCaught))
+		byParent := st.AdoptedAfterMiss - min(st.AdoptedOrphans, st.AdoptedAfterMiss)
+		ch <- prometheus.MustNewConstMetric(descAdopted, prometheus.CounterValue, float64(byParent), "parent")
+		ch <- prometheus.MustNewConstMetric(descAdopted, prometheus.CounterValue, float64(st.AdoptedOrphans), "orphanage")
+		ch <- prometheus.MustNewConstMetric(descUnattributed, prometheus.CounterValue, float64(st.Unattributed))
 	}
 	members, capacity, err := s.tracker.Fill()
 	switch {

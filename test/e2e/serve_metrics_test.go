@@ -102,15 +102,26 @@ func freeAddr(t *testing.T) string {
 // allowedLabels are the only label names a lineage_* series may have: no
 // pid, no session, nothing unbounded.
 var allowedLabels = map[string]bool{"kind": true, "decision": true, "result": true, "signal": true,
-	"version": true, "revision": true, "goversion": true, "goarch": true, "bpf": true, "reason": true}
+	"version": true, "revision": true, "goversion": true, "goarch": true, "bpf": true, "reason": true, "from": true}
 
 func checkStartup(t *testing.T, m families) {
 	t.Helper()
 	for _, name := range []string{"lineage_events_lost_total", "lineage_untracked_processes_total", "lineage_kernel_kills_spared_total",
-		"lineage_sessions", "lineage_roots", "lineage_tracked_processes", "lineage_reap_duration_seconds"} {
+		"lineage_sessions", "lineage_roots", "lineage_tracked_processes", "lineage_reap_duration_seconds",
+		"lineage_forks_caught_total", "lineage_unattributed_orphans_total"} {
 		if v := m.value(t, name); v != 0 {
 			t.Errorf("%s = %v at startup, want 0", name, v)
 		}
+	}
+	for _, from := range []string{"parent", "orphanage"} {
+		if v := m.value(t, "lineage_adopted_processes_total", "from", from); v != 0 {
+			t.Errorf("adopted{%s} = %v at startup, want 0", from, v)
+		}
+	}
+	// The kernel's skipped runs count every process's forks, not only
+	// members': they need not be 0, but they are there.
+	for _, name := range []string{"lineage_hook_misses_total", "lineage_fork_hook_misses_total"} {
+		m.value(t, name)
 	}
 	for _, k := range []string{"fork", "exec", "exit"} {
 		m.value(t, "lineage_events_total", "kind", k)
