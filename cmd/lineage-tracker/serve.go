@@ -44,6 +44,7 @@ type serveOptions struct {
 	RingBytes     cli.RingBytes
 	RecordDir     string
 	RecordKeep    int
+	RecordMax     string
 	Redact        string
 	PinDir        string
 	Uninstall     bool
@@ -138,6 +139,7 @@ func newCmdServe(s cli.Streams) *cobra.Command {
 	f.BoolVar(&o.Uninstall, "uninstall", false, "unpin the tracker under --pin-dir, and exit")
 	f.StringVar(&o.RecordDir, "record-dir", "", "write one record per session here (JSON Lines, docs/record.md; files 0600, the daemon's user's)")
 	f.IntVar(&o.RecordKeep, "record-keep", server.DefaultRecordKeep, "with --record-dir: keep at most this many files per uid, removing that uid's oldest closed sessions' first")
+	f.StringVar(&o.RecordMax, "record-max-bytes", loader.FormatBytes(server.DefaultRecordMaxBytes), "with --record-dir: bound each record file (`SIZE`: bytes, or K, M, G for KiB, MiB, GiB); past it a session's events are counted, not written, and the record says how many")
 	f.StringVar(&o.Redact, "redact", "", "with --record-dir: mask argv words matching this regular expression in the records")
 	o.quotaFlags(f)
 	return cmd
@@ -222,7 +224,11 @@ func (o *serveOptions) recordOptions() (server.RecordOptions, error) {
 	if o.RecordDir == "" && o.Redact != "" {
 		return server.RecordOptions{}, fmt.Errorf("%w option: --redact: needs --record-dir", lineage.ErrInvalid)
 	}
-	rec := server.RecordOptions{Dir: o.RecordDir, Keep: o.RecordKeep}
+	max, err := loader.ParseBytes(o.RecordMax)
+	if err != nil {
+		return server.RecordOptions{}, fmt.Errorf("%w option: --record-max-bytes: %w", lineage.ErrInvalid, err)
+	}
+	rec := server.RecordOptions{Dir: o.RecordDir, Keep: o.RecordKeep, MaxBytes: max}
 	if o.Redact != "" {
 		re, err := regexp.Compile(o.Redact)
 		if err != nil {

@@ -18,7 +18,7 @@ import (
 // Bad record flags, a grace that isn't positive and a negative linger
 // are refused before anything starts.
 func TestServeRecordFlags(t *testing.T) {
-	base := serveOptions{Backend: "auto", SocketMode: "0660", RecordKeep: server.DefaultRecordKeep, MaxMembers: loader.DefaultMaxMembers, PinDir: pinNone, Grace: reap.DefaultGrace}
+	base := serveOptions{Backend: "auto", SocketMode: "0660", RecordKeep: server.DefaultRecordKeep, RecordMax: "1GiB", MaxMembers: loader.DefaultMaxMembers, PinDir: pinNone, Grace: reap.DefaultGrace}
 	for name, tc := range map[string]struct {
 		change func(*serveOptions)
 		ok     bool
@@ -31,6 +31,10 @@ func TestServeRecordFlags(t *testing.T) {
 		"redact, no dir":    {func(o *serveOptions) { o.Redact = "x" }, false},
 		"redact, bad regex": {func(o *serveOptions) { o.RecordDir, o.Redact = "/tmp/r", "(" }, false},
 		"redact":            {func(o *serveOptions) { o.RecordDir, o.Redact = "/tmp/r", `token=\S+` }, true},
+		"max bytes 4K":      {func(o *serveOptions) { o.RecordDir, o.RecordMax = "/tmp/r", "4K" }, true},
+		"max bytes 0":       {func(o *serveOptions) { o.RecordDir, o.RecordMax = "/tmp/r", "0" }, false},
+		"max bytes -1":      {func(o *serveOptions) { o.RecordDir, o.RecordMax = "/tmp/r", "-1" }, false},
+		"max bytes 1T":      {func(o *serveOptions) { o.RecordDir, o.RecordMax = "/tmp/r", "1T" }, false},
 		"grace 0":           {func(o *serveOptions) { o.Grace = 0 }, false},
 		"grace -1s":         {func(o *serveOptions) { o.Grace = -time.Second }, false},
 		"linger -1s":        {func(o *serveOptions) { o.Linger = -time.Second }, false},
@@ -46,6 +50,8 @@ func TestServeRecordFlags(t *testing.T) {
 			t.Errorf("%s: %v, want an invalid-option error", name, err)
 		case tc.ok && opts.Record.Dir != o.RecordDir:
 			t.Errorf("%s: record dir %q, want %q", name, opts.Record.Dir, o.RecordDir)
+		case tc.ok && o.RecordMax == "4K" && opts.Record.MaxBytes != 4096:
+			t.Errorf("%s: record max bytes %d, want 4096", name, opts.Record.MaxBytes)
 		}
 	}
 }
@@ -53,7 +59,7 @@ func TestServeRecordFlags(t *testing.T) {
 // --socket-mode and --socket-group reach the listener; bad modes are
 // refused as invalid before anything starts.
 func TestServeSocketFlags(t *testing.T) {
-	o := serveOptions{Backend: "auto", SocketMode: "0640", SocketGroup: "lineage", RecordKeep: server.DefaultRecordKeep, MaxMembers: loader.DefaultMaxMembers, PinDir: pinNone, Grace: reap.DefaultGrace}
+	o := serveOptions{Backend: "auto", SocketMode: "0640", SocketGroup: "lineage", RecordKeep: server.DefaultRecordKeep, RecordMax: "1GiB", MaxMembers: loader.DefaultMaxMembers, PinDir: pinNone, Grace: reap.DefaultGrace}
 	if _, ln, err := o.options(); err != nil || ln.Mode != 0o640 || ln.Group != "lineage" {
 		t.Errorf("listen options %+v, %v; want 0640 and group lineage", ln, err)
 	}
@@ -83,7 +89,7 @@ func TestServeMetricsBadFlags(t *testing.T) {
 // --ring-bytes: a daemon that writes records gets the record's size
 // unless told; a size given wins.
 func TestServeRingBytes(t *testing.T) {
-	base := serveOptions{Backend: "auto", SocketMode: "0660", RecordKeep: server.DefaultRecordKeep, MaxMembers: loader.DefaultMaxMembers, PinDir: pinNone, Grace: reap.DefaultGrace}
+	base := serveOptions{Backend: "auto", SocketMode: "0660", RecordKeep: server.DefaultRecordKeep, RecordMax: "1GiB", MaxMembers: loader.DefaultMaxMembers, PinDir: pinNone, Grace: reap.DefaultGrace}
 	given := base
 	if err := given.RingBytes.Set("64K"); err != nil {
 		t.Fatal(err)

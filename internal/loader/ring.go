@@ -2,6 +2,7 @@ package loader
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -38,10 +39,26 @@ func ValidateRingBytes(n uint32) error {
 	return nil
 }
 
-// ParseRingBytes reads a ring buffer size: a number of bytes, or of KiB,
-// MiB or GiB with a suffix K, M or G (KiB, MiB, GiB and any case too:
-// "8M", "8MiB", "8388608"), and checks it as ValidateRingBytes does.
+// ParseRingBytes reads a ring buffer size as [ParseBytes] does, and checks
+// it as ValidateRingBytes does.
 func ParseRingBytes(s string) (uint32, error) {
+	n, err := ParseBytes(s)
+	if err != nil {
+		return 0, fmt.Errorf("%w option: ring buffer size %q: want a number of bytes, or of KiB, MiB or GiB (4M, 16MiB)", lineage.ErrInvalid, s)
+	}
+	if n > MaxRingBytes {
+		return 0, fmt.Errorf("%w option: ring buffer size %q: more than %s", lineage.ErrInvalid, s, FormatBytes(MaxRingBytes))
+	}
+	if err := ValidateRingBytes(uint32(n)); err != nil {
+		return 0, err
+	}
+	return uint32(n), nil
+}
+
+// ParseBytes reads a size of at least one byte: a number of bytes, or of
+// KiB, MiB or GiB with a suffix K, M or G (KiB, MiB, GiB and any case too:
+// "8M", "8MiB", "8388608"). Errors wrap lineage.ErrInvalid.
+func ParseBytes(s string) (uint64, error) {
 	text := strings.TrimSpace(s)
 	num, unit := text, uint64(1)
 	upper := strings.ToUpper(text)
@@ -56,15 +73,12 @@ func ParseRingBytes(s string) (uint32, error) {
 	}
 	n, err := strconv.ParseUint(num, 10, 64)
 	if err != nil || n == 0 {
-		return 0, fmt.Errorf("%w option: ring buffer size %q: want a number of bytes, or of KiB, MiB or GiB (4M, 16MiB)", lineage.ErrInvalid, s)
+		return 0, fmt.Errorf("%w size %q: want a number of bytes, or of KiB, MiB or GiB (4M, 16MiB)", lineage.ErrInvalid, s)
 	}
-	if n > MaxRingBytes/unit {
-		return 0, fmt.Errorf("%w option: ring buffer size %q: more than %s", lineage.ErrInvalid, s, FormatBytes(MaxRingBytes))
+	if n > math.MaxUint64/unit {
+		return 0, fmt.Errorf("%w size %q: too large", lineage.ErrInvalid, s)
 	}
-	if err := ValidateRingBytes(uint32(n * unit)); err != nil {
-		return 0, err
-	}
-	return uint32(n * unit), nil
+	return n * unit, nil
 }
 
 // FormatBytes writes a size as ParseRingBytes reads it: in the largest of

@@ -23,6 +23,9 @@ import (
 // unless told otherwise.
 const DefaultRecordKeep = 100
 
+// DefaultRecordMaxBytes bounds each record file unless told otherwise.
+const DefaultRecordMaxBytes = 1 << 30
+
 // RecordOptions ask for one forensic record per session (docs/record.md).
 // The zero value records nothing.
 type RecordOptions struct {
@@ -38,6 +41,12 @@ type RecordOptions struct {
 	// records. The file of an open session is never removed. Zero means
 	// [DefaultRecordKeep].
 	Keep int
+	// MaxBytes bounds each file: once it holds that many bytes, the
+	// session's later events are not written, only counted, and the
+	// record closes with that count as a loss, so that no session, however
+	// many processes it starts, fills the disk. Zero means
+	// [DefaultRecordMaxBytes].
+	MaxBytes uint64
 	// Redact, if set, masks matching parts of argv words before they are
 	// written.
 	Redact *regexp.Regexp
@@ -70,13 +79,14 @@ const recordBuffer = 8192
 // closeLater. Each session holds one of its uid's open records (the
 // Records quota) from its open until its record is closed.
 type records struct {
-	s    *Server
-	dir  *os.File
-	keep int
-	sub  *subscriber
-	ctl  chan recordClose
-	done chan struct{}
-	open map[string]*sessionRecord
+	s        *Server
+	dir      *os.File
+	keep     int
+	maxBytes uint64
+	sub      *subscriber
+	ctl      chan recordClose
+	done     chan struct{}
+	open     map[string]*sessionRecord
 
 	// closing counts, per session, the closes not yet carried out, and
 	// names the uid of the last: a session that closed before its first
@@ -101,8 +111,11 @@ type closingRecord struct {
 // sessionRecord is one session's open record.
 type sessionRecord struct {
 	w    *record.Writer
+	file *countingFile
 	name string
 	uid  uint32
+	// unwritten counts the items not written once the file was full.
+	unwritten uint64
 	// base is the backend's counters when the record began: its losses
 	// are what they grew by until it closes; gaps is where the backend's
 	// lost events stood then, when it places them (placed).
@@ -113,6 +126,24 @@ type sessionRecord struct {
 	// it names are theirs.
 	roots map[lineage.Identity]bool
 }
+
+// full reports whether the record's file holds max bytes or more.
+func (sr *sessionRecord) full(max uint64) bool { return sr.file.n >= max }
+
+// countingFile is a record's file, counting the bytes written to it; it
+// is written from the records goroutine alone.
+type countingFile struct {
+	f *os.File
+	n uint64
+}
+
+func (c *countingFile) Write(b []byte) (int, error) {
+	n, err := c.f.Write(b)
+	c.n += uint64(n)
+	return n, err
+}
+
+func (c *countingFile) Close() error { return c.f.Close() }
 
 // openRecords opens the record directory and starts writing records, if
 // Options.Record names one.
@@ -132,13 +163,16 @@ func (s *Server) openRecords() error {
 		return fmt.Errorf("record dir %s: %w", o.Dir, err)
 	}
 	r := &records{
-		s: s, dir: os.NewFile(uintptr(fd), o.Dir), keep: o.Keep,
+		s: s, dir: os.NewFile(uintptr(fd), o.Dir), keep: o.Keep, maxBytes: o.MaxBytes,
 		sub: s.hub.subscribeSize("", recordBuffer),
 		ctl: make(chan recordClose), done: make(chan struct{}),
 		open: make(map[string]*sessionRecord), closing: make(map[string]closingRecord),
 	}
 	if r.keep == 0 {
 		r.keep = DefaultRecordKeep
+	}
+	if r.maxBytes == 0 {
+		r.maxBytes = DefaultRecordMaxBytes
 	}
 	s.records = r
 	go r.run()
@@ -161,6 +195,9 @@ func (r *records) run() {
 			}
 			if n := r.s.hub.takeLost(r.sub); n > 0 {
 				for _, sr := range r.open {
+					if sr.full(r.maxBytes) {
+						continue // its own bound's loss says more was not written
+					}
 					_ = sr.w.LossOf(n, "behind: the record writer fell behind and dropped events of any session")
 				}
 			}
@@ -197,6 +234,10 @@ func (r *records) write(it item) {
 	if !it.root.IsZero() {
 		sr.roots[it.root] = true
 	}
+	if sr.full(r.maxBytes) {
+		sr.unwritten++
+		return
+	}
 	if err := it.write(sr.w); err != nil {
 		r.s.note("lineage: record of session %s: %v\n", it.session, err)
 	}
@@ -210,14 +251,14 @@ func (r *records) create(session string, uid uint32) (*sessionRecord, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", name, err)
 	}
-	f := os.NewFile(uintptr(fd), filepath.Join(r.dir.Name(), name))
+	f := &countingFile{f: os.NewFile(uintptr(fd), filepath.Join(r.dir.Name(), name))}
 	h := r.s.tracker.RecordHeader(nil)
 	h.Session = session
 	w, err := record.NewFileWriter(f, h, &record.Options{Redact: r.s.opts.Record.Redact})
 	if err != nil {
 		return nil, err
 	}
-	sr := &sessionRecord{w: w, name: name, uid: uid, roots: map[lineage.Identity]bool{}}
+	sr := &sessionRecord{w: w, file: f, name: name, uid: uid, roots: map[lineage.Identity]bool{}}
 	sr.base, _ = r.s.tracker.Stats()
 	sr.gaps, sr.placed = r.s.tracker.GapMark()
 	return sr, nil
@@ -230,6 +271,9 @@ func (r *records) finish(id string) {
 		return
 	}
 	delete(r.open, id)
+	if sr.unwritten > 0 {
+		_ = sr.w.LossOf(sr.unwritten, fmt.Sprintf("bound: the record reached %s (--record-max-bytes); the session's later events were not written", loader.FormatBytes(r.maxBytes)))
+	}
 	if st, err := r.s.tracker.Stats(); err == nil {
 		l := tracker.Losses{Stats: statsSince(st, sr.base)}
 		if sr.placed {

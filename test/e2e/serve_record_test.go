@@ -171,3 +171,64 @@ func TestServeRecordOfAClosedSessionTakesNoOtherUIDsEvents(t *testing.T) {
 	}
 	n.lineage("session", "close", "reused")
 }
+
+// A session that runs more than its record may hold: the record stops at
+// --record-max-bytes and closes with a loss that counts what was not
+// written, and `lineage report` reads it and says so.
+func TestServeRecordStopsAtItsBound(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "records")
+	const bound = 4096
+	d := startDaemon(t, "", "--record-dir", dir, "--record-max-bytes", "4K")
+	// 200 processes: a fork, an exec and an exit each, far past 4 KiB.
+	d.execRoot("big", "autonomous", "i=0; while [ $i -lt 200 ]; do /bin/true; i=$((i+1)); done")
+	d.do("POST", "/v1/sessions/big/close", nil, nil)
+	var path string
+	var data []byte
+	waitFor(t, "the record closed with its bound's loss", func() bool {
+		if fs := recordFiles(t, dir); len(fs) == 1 {
+			path = filepath.Join(dir, fs[0])
+			data, _ = os.ReadFile(path)
+		}
+		return strings.Contains(string(data), `"reason":"bound: `)
+	})
+	// The bound is checked before each line: the file holds at most one
+	// line past it, then the closing losses.
+	if len(data) > 2*bound {
+		t.Errorf("record of %d bytes, bound %d", len(data), bound)
+	}
+	var loss struct {
+		Count  uint64 `json:"count"`
+		Reason string `json:"reason"`
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if strings.Contains(line, `"reason":"bound: `) {
+			if err := json.Unmarshal([]byte(line), &loss); err != nil {
+				t.Fatalf("loss line %s: %v", line, err)
+			}
+		}
+	}
+	// Of the 600 events, those past the first 4 KiB: most of them.
+	if loss.Count < 300 || !strings.Contains(loss.Reason, "4KiB (--record-max-bytes)") {
+		t.Errorf("loss %+v: want most of 600 events counted, naming the bound", loss)
+	}
+	out, err := lineageCmd("report", "--format", "json", path).Output()
+	if err != nil {
+		t.Fatalf("lineage report: %v", err)
+	}
+	var rep struct {
+		Gaps []struct {
+			Count  uint64 `json:"count"`
+			Reason string `json:"reason"`
+		} `json:"gaps"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("lineage report: %v\n%s", err, out)
+	}
+	found := false
+	for _, g := range rep.Gaps {
+		found = found || (g.Count == loss.Count && strings.HasPrefix(g.Reason, "bound: "))
+	}
+	if !found {
+		t.Errorf("the report's gaps %+v do not name the bound's loss %+v", rep.Gaps, loss)
+	}
+}
