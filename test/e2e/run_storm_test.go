@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lineage-dev/lineage/client"
 	"github.com/lineage-dev/lineage/internal/job"
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/testutil"
@@ -59,19 +60,45 @@ func TestRunReapsAForkStormCompletely(t *testing.T) {
 			if orphans {
 				name += "/orphans"
 			}
-			t.Run(name, func(t *testing.T) { testRunReapsAForkStorm(t, backend, width, depth, minRan, orphans, slow) })
+			t.Run(name, func(t *testing.T) { testRunReapsAForkStorm(t, backend, width, depth, minRan, orphans, slow, nil) })
 		}
 	}
 }
 
-func testRunReapsAForkStorm(t *testing.T, backend string, width, depth, minRan int, orphans, slow bool) {
+// TestRunThroughDaemonReapsAForkStormCompletely is the orphans storm
+// through a daemon: the front, the job's orphanage, inherits the orphans,
+// and the daemon adopts from its children those that no fork hook saw.
+// Its log line ("storm: ...") gives the daemon's counters, from its
+// metrics.
+func TestRunThroughDaemonReapsAForkStormCompletely(t *testing.T) {
+	slow := os.Getenv(slowEnv) == "1"
+	width, depth, minRan := 6, 4, 50
+	if slow {
+		width, depth, minRan = 4, 3, 20
+	}
+	d := startDaemon(t, "")
+	testRunReapsAForkStorm(t, loader.BackendBPF, width, depth, minRan, true, slow, d)
+}
+
+// testRunReapsAForkStorm runs a storm under lineage run: standalone with
+// backend, or through d when it is set.
+func testRunReapsAForkStorm(t *testing.T, backend string, width, depth, minRan int, orphans, slow bool, d *daemon) {
 	requireBackend(t, backend)
 	mark := testutil.Marker(t)
 	testutil.CheckNoLeaks(t, mark)
 	log := filepath.Join(t.TempDir(), "pids")
-	res := runJob(t, mark, nil, "--backend", backend, "--", "sh", "-c", stormScript(log, testutil.Sleep(mark), width, depth, minRan, orphans))
+	args := []string{"--backend", backend}
+	var env []string
+	if d != nil {
+		args, env = nil, []string{client.EnvSocket + "=" + d.sock}
+	}
+	args = append(args, "--", "sh", "-c", stormScript(log, testutil.Sleep(mark), width, depth, minRan, orphans))
+	res := runJob(t, mark, env, args...)
 	if res.report == nil || res.report.Reap == nil {
 		t.Fatalf("no reap in the report; stderr:\n%s", res.stderr)
+	}
+	if d != nil && !strings.Contains(res.stderr, "via daemon") {
+		t.Fatalf("the run did not go through the daemon; stderr:\n%s", res.stderr)
 	}
 	// Every process that ran and lives at the reap is accounted for: in
 	// the reap's outcomes, or killed at birth. In the orphans storm only
@@ -91,6 +118,20 @@ func testRunReapsAForkStorm(t *testing.T, backend string, width, depth, minRan i
 		}
 	}
 	st := res.report.Stats
+	if d != nil {
+		// The front's report has no tracker of its own to count: the
+		// daemon's metrics do (all but the second hook's own misses,
+		// which the hook misses include).
+		m := scrape(t, d, "")
+		st = loader.Stats{
+			HookMisses:       uint64(m.value(t, "lineage_hook_misses_total")),
+			ForkMisses:       uint64(m.value(t, "lineage_fork_hook_misses_total")),
+			ForksCaught:      uint64(m.value(t, "lineage_forks_caught_total")),
+			AdoptedOrphans:   uint64(m.value(t, "lineage_adopted_processes_total", "from", "orphanage")),
+			AdoptedAfterMiss: uint64(m.value(t, "lineage_adopted_processes_total", "from", "parent") + m.value(t, "lineage_adopted_processes_total", "from", "orphanage")),
+			Unattributed:     uint64(m.value(t, "lineage_unattributed_orphans_total")),
+		}
+	}
 	t.Logf("storm: %s: %d processes ran, %d outcomes, %d killed at birth; the kernel skipped %d runs of the fork hook, "+
 		"the second fork hook added %d and was skipped %d times, /proc adoption added %d (%d of them orphans); %d unseen by any hook and any adoption "+
 		"(kill phase %v, containment %s, all hooks' skipped runs %d)",
