@@ -226,7 +226,7 @@ func (o *serveOptions) recordOptions() (server.RecordOptions, error) {
 	}
 	max, err := loader.ParseBytes(o.RecordMax)
 	if err != nil {
-		return server.RecordOptions{}, fmt.Errorf("%w option: --record-max-bytes: %w", lineage.ErrInvalid, err)
+		return server.RecordOptions{}, fmt.Errorf("--record-max-bytes: %w", err)
 	}
 	rec := server.RecordOptions{Dir: o.RecordDir, Keep: o.RecordKeep, MaxBytes: max}
 	if o.Redact != "" {
