@@ -17,8 +17,10 @@ type Process struct {
 	Depth int    `json:"depth"`
 	Comm  string `json:"comm,omitempty"`
 	Exe   string `json:"exe,omitempty"`
-	// Argv is from the process's last exec.
+	// Argv is from the process's last exec; Earlier are the execs before
+	// it, oldest first (a shell that exec'd the program it ran).
 	Argv          []string `json:"argv,omitempty"`
+	Earlier       []Exec   `json:"earlier_execs,omitempty"`
 	ArgvTruncated bool     `json:"argv_truncated,omitempty"`
 	Redacted      bool     `json:"redacted,omitempty"`
 	UID           *uint32  `json:"uid,omitempty"`
@@ -55,6 +57,7 @@ type Process struct {
 	Missing []record.Kind `json:"missing,omitempty"`
 
 	kept     bool
+	execAt   time.Duration // when the last exec was recorded; 0 for none
 	children []*Process
 	up       *Process // where the tree places it: its parent, or its root (UnderRoot)
 	// lastSeen is the time of the last event about the process.
@@ -64,6 +67,15 @@ type Process struct {
 	descendants, leaksBelow int
 	// outlived is set when the process was alive at its root's exit.
 	outlived bool
+}
+
+// Exec is one of a process's execs before its last.
+type Exec struct {
+	At            time.Duration `json:"at_ns"`
+	Exe           string        `json:"exe,omitempty"`
+	Argv          []string      `json:"argv,omitempty"`
+	ArgvTruncated bool          `json:"argv_truncated,omitempty"`
+	Redacted      bool          `json:"redacted,omitempty"`
 }
 
 // Lifetime is how long the process lived, as far as the record knows.
@@ -101,6 +113,10 @@ func (p *Process) apply(ev record.Event) {
 			}
 		}
 	case record.KindExec:
+		if p.execAt != 0 {
+			p.Earlier = append(p.Earlier, Exec{At: p.execAt, Exe: p.Exe, Argv: p.Argv, ArgvTruncated: p.ArgvTruncated, Redacted: p.Redacted})
+		}
+		p.execAt = max(ev.Boot, 1)
 		p.Exe, p.Argv, p.UID, p.EUID = ev.Exe, ev.Argv, ev.UID, ev.EUID
 		p.ArgvTruncated, p.Redacted = ev.ArgvTruncated, ev.Redacted
 	case record.KindExit:

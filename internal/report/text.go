@@ -182,7 +182,27 @@ func (t *textWriter) line(p *Process) {
 	if p.UnderRoot {
 		fmt.Fprintf(t.w, "  %s", t.style(styleDim, parentUnknown(p)))
 	}
+	if was := earlierExecs(p); was != "" {
+		fmt.Fprintf(t.w, "  %s", t.style(styleDim, was))
+	}
 	t.w.WriteByte('\n')
+}
+
+// maxEarlierLabel is how many runes of each earlier exec's command line
+// the tree shows.
+const maxEarlierLabel = 50
+
+// earlierExecs names what p ran before its last exec, oldest first:
+// "[was: sh -c 'exec redis-server']"; "" when it exec'd once or never.
+func earlierExecs(p *Process) string {
+	if len(p.Earlier) == 0 {
+		return ""
+	}
+	words := make([]string, len(p.Earlier))
+	for i, e := range p.Earlier {
+		words[i] = shorten(CommandLine(&Process{Argv: e.Argv, Comm: p.Comm, ArgvTruncated: e.ArgvTruncated}), maxEarlierLabel)
+	}
+	return "[was: " + strings.Join(words, ", then ") + "]"
 }
 
 // parentUnknown says why p, placed under its root, is not under its parent.

@@ -137,3 +137,57 @@ func TestMemberWithoutItsParentIsDrawnUnderItsRoot(t *testing.T) {
 		}
 	}
 }
+
+// A process that exec'd more than once is named by its last exec, and
+// the report keeps the ones before: the shell that became the daemon.
+func TestEarlierExecsAreKept(t *testing.T) {
+	var buf bytes.Buffer
+	now := 100 * time.Second
+	opts := &record.Options{Boot: func() time.Duration { return now }, Wall: func() time.Time { return time.Unix(1_770_000_000, 0).Add(now) }}
+	w, err := record.NewWriter(&buf, record.Header{Lineage: "test", Host: "h", Kernel: "6.18.0"}, opts)
+	must(t, err)
+	root, daemon := id(1000, 10000), id(1001, 10001)
+	for _, ev := range []lineage.Event{
+		{Kind: lineage.EventFork, Time: now, Process: root, Parent: id(50, 100), Root: root, IsRoot: true},
+		{Kind: lineage.EventExec, Time: now, Process: root, Parent: id(50, 100), Root: root, Argv: []string{"sh", "-c", "x"}, Filename: "/bin/sh"},
+		{Kind: lineage.EventFork, Time: now + time.Millisecond, Process: daemon, Parent: root, Root: root},
+		{Kind: lineage.EventExec, Time: now + 2*time.Millisecond, Process: daemon, Parent: root, Root: root, Argv: []string{"sh", "-c", "exec env A=1 redis-server"}, Filename: "/bin/sh"},
+		{Kind: lineage.EventExec, Time: now + 3*time.Millisecond, Process: daemon, Parent: root, Root: root, Argv: []string{"env", "A=1", "redis-server"}, Filename: "/usr/bin/env"},
+		{Kind: lineage.EventExec, Time: now + 4*time.Millisecond, Process: daemon, Parent: root, Root: root, Argv: []string{"redis-server"}, Filename: "/usr/bin/redis-server"},
+		{Kind: lineage.EventExit, Time: now + 5*time.Millisecond, Process: root, Parent: id(50, 100), Root: root},
+	} {
+		must(t, w.Event(ev))
+	}
+	now += 6 * time.Millisecond
+	must(t, w.Close())
+	rep := build(t, buf.Bytes())
+	var p *Process
+	rep.Walk(func(q *Process) bool {
+		if q.ID == daemon {
+			p = q
+		}
+		return true
+	})
+	if p == nil {
+		t.Fatal("the daemon is not in the report")
+	}
+	if got := CommandLine(p); got != "redis-server" || p.Exe != "/usr/bin/redis-server" {
+		t.Errorf("the daemon is named %q (%s), want its last exec", got, p.Exe)
+	}
+	if len(p.Earlier) != 2 || p.Earlier[0].Exe != "/bin/sh" || p.Earlier[1].Argv[0] != "env" || p.Earlier[0].At != 100*time.Second+2*time.Millisecond {
+		t.Errorf("earlier execs %+v, want sh then env", p.Earlier)
+	}
+	if r := rep.tops[0]; len(r.Earlier) != 0 {
+		t.Errorf("the root exec'd once, but has earlier execs %+v", r.Earlier)
+	}
+	var text bytes.Buffer
+	must(t, rep.WriteText(&text, TextOptions{}))
+	if want := `[was: sh -c 'exec env A=1 redis-server', then env A=1 redis-server]`; !strings.Contains(text.String(), want) {
+		t.Errorf("the tree lacks %q:\n%s", want, text.String())
+	}
+	var js bytes.Buffer
+	must(t, rep.WriteJSON(&js))
+	if !strings.Contains(js.String(), `"earlier_execs":[{"at_ns":100002000000,"exe":"/bin/sh","argv":["sh","-c","exec env A=1 redis-server"]}`) {
+		t.Errorf("the JSON lacks the earlier execs:\n%s", js.String())
+	}
+}
