@@ -38,13 +38,15 @@ var dataMark = []byte("/*DATA*/")
 // record, is named by Parent; the depth follows from Up); Outcome is left
 // out when "exited", Exit when "exit 0", Exe when it is argv[0]; Open marks
 // a process whose end the record lacks. Cmd is its command line as the text
-// report writes it ([CommandLine]: quoted for a shell, [comm] without argv).
+// report writes it ([CommandLine]: quoted for a shell, [comm] without argv);
+// Was are those of its earlier execs, oldest first.
 type htmlProcess struct {
 	PID      uint32         `json:"pid"`
 	Start    uint64         `json:"start"`
 	Up       int            `json:"up"`
 	Parent   string         `json:"parent,omitempty"`
 	Cmd      string         `json:"cmd"`
+	Was      []string       `json:"was,omitempty"`
 	Exe      string         `json:"exe,omitempty"`
 	StartUS  int64          `json:"start_us"`
 	EndUS    int64          `json:"end_us"`
@@ -66,6 +68,9 @@ func htmlProcessOf(rep *Report, p *Process, up int) htmlProcess {
 		StartUS: (p.Start - rep.First).Microseconds(), EndUS: (p.End - rep.First).Microseconds(),
 		Open: !p.Ended, Outcome: p.Outcome, Leaked: p.Leaked, Outlived: p.outlived,
 		Signals: p.Signals, Reason: p.Reason, Redacted: p.Redacted, Missing: p.Missing,
+	}
+	for _, e := range p.Earlier {
+		hp.Was = append(hp.Was, e.commandLine(p))
 	}
 	if up < 0 {
 		hp.Parent = p.Parent.String()

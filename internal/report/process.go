@@ -78,6 +78,11 @@ type Exec struct {
 	Redacted      bool          `json:"redacted,omitempty"`
 }
 
+// commandLine renders e as [CommandLine] renders p's last exec.
+func (e Exec) commandLine(p *Process) string {
+	return CommandLine(&Process{Argv: e.Argv, Comm: p.Comm, ArgvTruncated: e.ArgvTruncated})
+}
+
 // Lifetime is how long the process lived, as far as the record knows.
 func (p *Process) Lifetime() time.Duration {
 	if p.End < p.Start {

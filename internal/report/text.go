@@ -200,7 +200,7 @@ func earlierExecs(p *Process) string {
 	}
 	words := make([]string, len(p.Earlier))
 	for i, e := range p.Earlier {
-		words[i] = shorten(CommandLine(&Process{Argv: e.Argv, Comm: p.Comm, ArgvTruncated: e.ArgvTruncated}), maxEarlierLabel)
+		words[i] = shorten(e.commandLine(p), maxEarlierLabel)
 	}
 	return "[was: " + strings.Join(words, ", then ") + "]"
 }

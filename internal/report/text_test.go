@@ -190,4 +190,9 @@ func TestEarlierExecsAreKept(t *testing.T) {
 	if !strings.Contains(js.String(), `"earlier_execs":[{"at_ns":100002000000,"exe":"/bin/sh","argv":["sh","-c","exec env A=1 redis-server"]}`) {
 		t.Errorf("the JSON lacks the earlier execs:\n%s", js.String())
 	}
+	var page bytes.Buffer
+	must(t, rep.WriteHTML(&page))
+	if want := `"cmd":"redis-server","was":["sh -c 'exec env A=1 redis-server'","env A=1 redis-server"]`; !strings.Contains(page.String(), want) {
+		t.Errorf("the page's data lacks %s", want)
+	}
 }
