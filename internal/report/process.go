@@ -20,9 +20,9 @@ type Process struct {
 	// Argv is from the process's last exec; Earlier are the execs before
 	// it, oldest first (a shell that exec'd the program it ran).
 	Argv          []string `json:"argv,omitempty"`
-	Earlier       []Exec   `json:"earlier_execs,omitempty"`
 	ArgvTruncated bool     `json:"argv_truncated,omitempty"`
 	Redacted      bool     `json:"redacted,omitempty"`
+	Earlier       []Exec   `json:"earlier_execs,omitempty"`
 	UID           *uint32  `json:"uid,omitempty"`
 	EUID          *uint32  `json:"euid,omitempty"`
 	// Start and End are times since boot. Start is the fork's when it was

@@ -30,7 +30,7 @@ var (
 	descAdopted = prometheus.NewDesc("lineage_adopted_processes_total",
 		"Processes no fork hook saw, adopted from /proc: by their live parent (parent), or as an orphan of a root's orphanage (orphanage).", []string{"from"}, nil)
 	descUnattributed = prometheus.NewDesc("lineage_unattributed_orphans_total",
-		"Orphans no hook saw that an orphanage inherited but no one root could claim: they escaped.", nil, nil)
+		"Orphans an orphanage inherited, whose fork no hook or poll saw, that no one root could claim: they escaped.", nil, nil)
 	descMapEntries = prometheus.NewDesc("lineage_members_map_entries",
 		"Entries in the bpf backend's membership map.", nil, nil)
 	descMapCapacity = prometheus.NewDesc("lineage_members_map_capacity",
