@@ -242,7 +242,7 @@ func (r *Report) Redact(re *regexp.Regexp) {
 // AddLeftovers records members that were only reported, with what the tree
 // and /proc know of them.
 func (r *Report) AddLeftovers(ms []lineage.Member, tree *lineage.Tree, procFS proc.FS) {
-	now := lineage.DurationToTicks(proc.BootTime())
+	now := proc.BootTime()
 	for _, m := range ms {
 		l := Leftover{Member: m}
 		if known, ok := tree.Get(m.Identity); ok {
@@ -252,9 +252,9 @@ func (r *Report) AddLeftovers(ms []lineage.Member, tree *lineage.Tree, procFS pr
 		if len(l.Argv) == 0 {
 			l.Argv, _ = procFS.Argv(int(m.PID))
 		}
-		if now > m.StartTicks {
-			l.Age = lineage.TicksToDuration(now - m.StartTicks)
-		}
+		// Timed from its start tick, as a reap's outcomes are: a member
+		// younger than a tick is not 0 old.
+		l.Age = max(now-lineage.TicksToDuration(m.StartTicks), 0)
 		r.Leftovers = append(r.Leftovers, l)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lineage-dev/lineage/internal/loader"
+	"github.com/lineage-dev/lineage/internal/proc"
 	"github.com/lineage-dev/lineage/internal/reap"
 	"github.com/lineage-dev/lineage/lineage"
 	"github.com/lineage-dev/lineage/policy"
@@ -288,5 +289,21 @@ func TestParentTextOfTheJob(t *testing.T) {
 		if got := r.parentText(c.m); got != c.want {
 			t.Errorf("parent of %v: %q, want %q", c.m.Identity, got, c.want)
 		}
+	}
+}
+
+// A leftover younger than one clock tick is timed from its start tick, as a
+// reap's outcomes are, not rounded down to no age at all.
+func TestLeftoverYoungerThanATickHasAnAge(t *testing.T) {
+	fs, err := proc.Open("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := lineage.DurationToTicks(proc.BootTime())
+	var r Report
+	// A pid no process has: /proc has nothing to add.
+	r.AddLeftovers([]lineage.Member{{Identity: lineage.Identity{PID: 1 << 30, StartTicks: now}}}, lineage.NewTree(), fs)
+	if age := r.Leftovers[0].Age; age <= 0 || age > time.Second {
+		t.Errorf("a leftover started this tick is %v old", age)
 	}
 }
