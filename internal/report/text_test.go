@@ -94,29 +94,37 @@ func TestTreeShape(t *testing.T) {
 	}
 }
 
-// A member whose parent the record lacks (the proc backend never saw the
-// fork of a double-forked daemon: parent 0) is drawn under its root, and
-// the line says why, rather than as a root of its own.
-func TestMemberWithoutItsParentIsDrawnUnderItsRoot(t *testing.T) {
+// recordOf is the record of events, its clocks at 100 s after boot, then
+// at end when it closes.
+func recordOf(t *testing.T, end time.Duration, events ...lineage.Event) []byte {
+	t.Helper()
 	var buf bytes.Buffer
 	now := 100 * time.Second
 	opts := &record.Options{Boot: func() time.Duration { return now }, Wall: func() time.Time { return time.Unix(1_770_000_000, 0).Add(now) }}
 	w, err := record.NewWriter(&buf, record.Header{Lineage: "test", Host: "h", Kernel: "6.18.0"}, opts)
 	must(t, err)
-	root, daemon, orphan := id(1000, 10000), id(1002, 10010), id(1003, 10011)
-	lost := id(1001, 10005) // a parent the record never names
-	for _, ev := range []lineage.Event{
-		{Kind: lineage.EventFork, Time: now, Process: root, Parent: id(50, 100), Root: root, IsRoot: true},
-		{Kind: lineage.EventExec, Time: now, Process: root, Parent: id(50, 100), Root: root, Argv: []string{"sh", "-c", "x"}, Filename: "/bin/sh"},
-		{Kind: lineage.EventExec, Time: now + time.Millisecond, Process: daemon, Root: root, Argv: []string{"sleep", "600"}, Filename: "/bin/sleep"},
-		{Kind: lineage.EventExec, Time: now + time.Millisecond, Process: orphan, Parent: lost, Root: root, Argv: []string{"sleep", "601"}, Filename: "/bin/sleep"},
-		{Kind: lineage.EventExit, Time: now + 2*time.Millisecond, Process: root, Parent: id(50, 100), Root: root},
-	} {
+	for _, ev := range events {
 		must(t, w.Event(ev))
 	}
-	now += 3 * time.Millisecond
+	now = end
 	must(t, w.Close())
-	rep := build(t, buf.Bytes())
+	return buf.Bytes()
+}
+
+// A member whose parent the record lacks (the proc backend never saw the
+// fork of a double-forked daemon: parent 0) is drawn under its root, and
+// the line says why, rather than as a root of its own.
+func TestMemberWithoutItsParentIsDrawnUnderItsRoot(t *testing.T) {
+	now := 100 * time.Second
+	root, daemon, orphan := id(1000, 10000), id(1002, 10010), id(1003, 10011)
+	lost := id(1001, 10005) // a parent the record never names
+	rep := build(t, recordOf(t, now+3*time.Millisecond,
+		lineage.Event{Kind: lineage.EventFork, Time: now, Process: root, Parent: id(50, 100), Root: root, IsRoot: true},
+		lineage.Event{Kind: lineage.EventExec, Time: now, Process: root, Parent: id(50, 100), Root: root, Argv: []string{"sh", "-c", "x"}, Filename: "/bin/sh"},
+		lineage.Event{Kind: lineage.EventExec, Time: now + time.Millisecond, Process: daemon, Root: root, Argv: []string{"sleep", "600"}, Filename: "/bin/sleep"},
+		lineage.Event{Kind: lineage.EventExec, Time: now + time.Millisecond, Process: orphan, Parent: lost, Root: root, Argv: []string{"sleep", "601"}, Filename: "/bin/sleep"},
+		lineage.Event{Kind: lineage.EventExit, Time: now + 2*time.Millisecond, Process: root, Parent: id(50, 100), Root: root},
+	))
 	if len(rep.tops) != 1 || rep.tops[0].ID != root {
 		t.Fatalf("tops %v, want the root alone", rep.tops)
 	}
@@ -141,26 +149,17 @@ func TestMemberWithoutItsParentIsDrawnUnderItsRoot(t *testing.T) {
 // A process that exec'd more than once is named by its last exec, and
 // the report keeps the ones before: the shell that became the daemon.
 func TestEarlierExecsAreKept(t *testing.T) {
-	var buf bytes.Buffer
 	now := 100 * time.Second
-	opts := &record.Options{Boot: func() time.Duration { return now }, Wall: func() time.Time { return time.Unix(1_770_000_000, 0).Add(now) }}
-	w, err := record.NewWriter(&buf, record.Header{Lineage: "test", Host: "h", Kernel: "6.18.0"}, opts)
-	must(t, err)
 	root, daemon := id(1000, 10000), id(1001, 10001)
-	for _, ev := range []lineage.Event{
-		{Kind: lineage.EventFork, Time: now, Process: root, Parent: id(50, 100), Root: root, IsRoot: true},
-		{Kind: lineage.EventExec, Time: now, Process: root, Parent: id(50, 100), Root: root, Argv: []string{"sh", "-c", "x"}, Filename: "/bin/sh"},
-		{Kind: lineage.EventFork, Time: now + time.Millisecond, Process: daemon, Parent: root, Root: root},
-		{Kind: lineage.EventExec, Time: now + 2*time.Millisecond, Process: daemon, Parent: root, Root: root, Argv: []string{"sh", "-c", "exec env A=1 redis-server"}, Filename: "/bin/sh"},
-		{Kind: lineage.EventExec, Time: now + 3*time.Millisecond, Process: daemon, Parent: root, Root: root, Argv: []string{"env", "A=1", "redis-server"}, Filename: "/usr/bin/env"},
-		{Kind: lineage.EventExec, Time: now + 4*time.Millisecond, Process: daemon, Parent: root, Root: root, Argv: []string{"redis-server"}, Filename: "/usr/bin/redis-server"},
-		{Kind: lineage.EventExit, Time: now + 5*time.Millisecond, Process: root, Parent: id(50, 100), Root: root},
-	} {
-		must(t, w.Event(ev))
-	}
-	now += 6 * time.Millisecond
-	must(t, w.Close())
-	rep := build(t, buf.Bytes())
+	rep := build(t, recordOf(t, now+6*time.Millisecond,
+		lineage.Event{Kind: lineage.EventFork, Time: now, Process: root, Parent: id(50, 100), Root: root, IsRoot: true},
+		lineage.Event{Kind: lineage.EventExec, Time: now, Process: root, Parent: id(50, 100), Root: root, Argv: []string{"sh", "-c", "x"}, Filename: "/bin/sh"},
+		lineage.Event{Kind: lineage.EventFork, Time: now + time.Millisecond, Process: daemon, Parent: root, Root: root},
+		lineage.Event{Kind: lineage.EventExec, Time: now + 2*time.Millisecond, Process: daemon, Parent: root, Root: root, Argv: []string{"sh", "-c", "exec env A=1 redis-server"}, Filename: "/bin/sh"},
+		lineage.Event{Kind: lineage.EventExec, Time: now + 3*time.Millisecond, Process: daemon, Parent: root, Root: root, Argv: []string{"env", "A=1", "redis-server"}, Filename: "/usr/bin/env"},
+		lineage.Event{Kind: lineage.EventExec, Time: now + 4*time.Millisecond, Process: daemon, Parent: root, Root: root, Argv: []string{"redis-server"}, Filename: "/usr/bin/redis-server"},
+		lineage.Event{Kind: lineage.EventExit, Time: now + 5*time.Millisecond, Process: root, Parent: id(50, 100), Root: root},
+	))
 	var p *Process
 	rep.Walk(func(q *Process) bool {
 		if q.ID == daemon {

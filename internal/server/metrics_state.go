@@ -63,10 +63,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descSessions, prometheus.GaugeValue, float64(sessions))
 	ch <- prometheus.MustNewConstMetric(descRoots, prometheus.GaugeValue, float64(roots))
 	if st, err := s.tracker.Stats(); err != nil {
-		ch <- prometheus.NewInvalidMetric(descLost, err)
-		ch <- prometheus.NewInvalidMetric(descUntracked, err)
-		ch <- prometheus.NewInvalidMetric(descUIDSpared, err)
-		for _, d := range []*prometheus.Desc{descHookMisses, descForkMisses, descForksCaught, descAdopted, descUnattributed} {
+		for _, d := range []*prometheus.Desc{descLost, descUntracked, descUIDSpared, descHookMisses, descForkMisses, descForksCaught, descAdopted, descUnattributed} {
 			ch <- prometheus.NewInvalidMetric(d, err)
 		}
 	} else {
