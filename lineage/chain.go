@@ -2,11 +2,18 @@ package lineage
 
 import "slices"
 
-// MaxExitedKept bounds how many exited members a pruning tree keeps for
-// the chains of lineage parents of their live descendants (the middle
-// process of a double fork). A hostile job that forks and exits in a loop
-// would otherwise grow one chain without end.
+// MaxExitedKept bounds how many exited members of one root's lineage a
+// pruning tree keeps for the chains of lineage parents of their live
+// descendants (the middle process of a double fork). A hostile job that
+// forks and exits in a loop would otherwise grow one chain without end.
 const MaxExitedKept = 4096
+
+// maxExitedKeptTotal bounds the exited members a pruning tree keeps over
+// all its roots. Past it, the root that keeps the most gives one up for
+// each new exit, so that many hostile roots together can't take the
+// chains of another's lineage: each root keeps its share whatever the
+// others do.
+const maxExitedKeptTotal = 16 * MaxExitedKept
 
 // maxForgotten is how many forgotten roots a tree remembers, to ignore
 // their late events (exits still in the ring buffer when a root is
@@ -41,18 +48,57 @@ func (t *Tree) above(id Identity) (Identity, int) {
 	return Identity{}, 0
 }
 
-// bound drops id, an exited member kept for its descendants, when the tree
-// keeps more exited members than [MaxExitedKept]: its children's chains
-// then skip it. The oldest exits, nearest the roots, are the ones kept.
-// Callers hold t.mu.
+// bound drops id, an exited member just seen to exit, when its root's
+// lineage keeps more exited members than [MaxExitedKept]: the oldest
+// exits, nearest the roots, are the ones kept. When the tree keeps more
+// than maxExitedKeptTotal, the root that keeps the most gives up one of
+// its exited members instead (id, when that root is id's). A member
+// dropped is skipped by its children's chains. Callers hold t.mu.
 func (t *Tree) bound(id Identity) {
 	m, ok := t.members[id]
-	if t.exitedKept <= MaxExitedKept || !ok || !m.Exited || m.Contained || id == m.Root || m.Root.IsZero() {
+	if !ok || !m.Exited {
 		return
+	}
+	if len(t.exited[m.Root]) > MaxExitedKept {
+		t.dropKept(id)
+		return
+	}
+	if t.exitedKept <= maxExitedKeptTotal {
+		return
+	}
+	most := m.Root
+	for root, kept := range t.exited {
+		if len(kept) > len(t.exited[most]) {
+			most = root
+		}
+	}
+	if most != m.Root {
+		// A few tries: members contained at birth and roots are kept.
+		tries := 0
+		for x := range t.exited[most] {
+			if t.dropKept(x) {
+				return
+			}
+			if tries++; tries == 8 {
+				break
+			}
+		}
+	}
+	t.dropKept(id)
+}
+
+// dropKept drops id, an exited member kept for its descendants, unless it
+// is a root, was contained at birth or has no known root or parent; its
+// children's chains then go to the next member kept above it. It reports
+// whether it dropped id. Callers hold t.mu.
+func (t *Tree) dropKept(id Identity) bool {
+	m, ok := t.members[id]
+	if !ok || !m.Exited || m.Contained || id == m.Root || m.Root.IsZero() {
+		return false
 	}
 	next, skipped := t.above(id)
 	if next.IsZero() {
-		return
+		return false
 	}
 	kids := t.children[id]
 	t.drop(id)
@@ -61,6 +107,38 @@ func (t *Tree) bound(id Identity) {
 		_, before := t.above(c)
 		t.hops[c] = hop{to: next, skipped: before + 1 + skipped}
 		t.children[next] = append(t.children[next], c)
+	}
+	return true
+}
+
+// countExited records that id, in root's lineage, is an exited member
+// the tree keeps (kept) or no longer keeps; callers count each once. Only
+// a pruning tree, which bounds them, keeps them by root. Callers hold t.mu.
+func (t *Tree) countExited(root, id Identity, kept bool) {
+	if !t.prune {
+		if kept {
+			t.exitedKept++
+		} else {
+			t.exitedKept--
+		}
+		return
+	}
+	set := t.exited[root]
+	_, was := set[id]
+	switch {
+	case kept && !was:
+		if set == nil {
+			set = make(map[Identity]struct{})
+			t.exited[root] = set
+		}
+		set[id] = struct{}{}
+		t.exitedKept++
+	case !kept && was:
+		delete(set, id)
+		if len(set) == 0 {
+			delete(t.exited, root)
+		}
+		t.exitedKept--
 	}
 }
 

@@ -36,11 +36,13 @@ type Tree struct {
 	children map[Identity][]Identity
 	// prune drops exited members that matter to nobody (see [Tree.SetPruning]).
 	prune bool
-	// hops and exitedKept bound the exited ancestors kept for live
-	// descendants (chain.go); forgotten holds recently forgotten roots,
-	// forgottenOrder the same oldest first.
+	// hops, exitedKept (the exited members kept) and, while pruning,
+	// exited (the same by Member.Root, zero included) bound the exited
+	// ancestors kept for live descendants (chain.go); forgotten holds
+	// recently forgotten roots, forgottenOrder the same oldest first.
 	hops           map[Identity]hop
 	exitedKept     int
+	exited         map[Identity]map[Identity]struct{}
 	forgotten      map[Identity]bool
 	forgottenOrder []Identity
 }
@@ -51,6 +53,7 @@ func NewTree() *Tree {
 		members:  make(map[Identity]*Member),
 		children: make(map[Identity][]Identity),
 		hops:     make(map[Identity]hop),
+		exited:   make(map[Identity]map[Identity]struct{}),
 	}
 }
 
@@ -67,6 +70,10 @@ func (t *Tree) node(id Identity) *Member {
 // link records parent and root for m once; later events don't move a member.
 func (t *Tree) link(m *Member, parent, root Identity) {
 	if m.Root.IsZero() && !root.IsZero() {
+		if m.Exited {
+			t.countExited(m.Root, m.Identity, false)
+			t.countExited(root, m.Identity, true)
+		}
 		m.Root = root
 	}
 	if m.Parent.IsZero() && !parent.IsZero() {
@@ -109,7 +116,7 @@ func (t *Tree) Apply(ev Event) {
 		m.Argv = CapArgv(slices.Clone(ev.Argv))
 	case EventExit:
 		if !m.Exited {
-			t.exitedKept++
+			t.countExited(m.Root, m.Identity, true)
 		}
 		m.Exited = true
 		m.Status = ev.Status
@@ -128,15 +135,26 @@ func (t *Tree) Apply(ev Event) {
 // is then looked at again. The tree then holds the live members, their
 // chains of lineage parents and the roots, however many processes a job
 // runs through. Of those chains it keeps at most [MaxExitedKept] exited
-// members; past that, a member that exits is dropped even though it has
-// descendants, and [Tree.Chain] says how many ancestors it skips there.
+// members a root, and fewer when many roots keep that many; past that, a
+// member that exits is dropped even though it has descendants, and
+// [Tree.Chain] says how many ancestors it skips there.
 // Turn pruning off before a reap whose exits a report must show.
 func (t *Tree) SetPruning(on bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if on == t.prune {
+		return
+	}
 	t.prune = on
+	clear(t.exited)
 	if !on {
 		return
+	}
+	t.exitedKept = 0
+	for id, m := range t.members {
+		if m.Exited {
+			t.countExited(m.Root, id, true)
+		}
 	}
 	for id, m := range t.members {
 		if m.Exited {
@@ -169,7 +187,7 @@ func (t *Tree) drop(id Identity) {
 	}
 	parent, _ := t.above(id)
 	if m.Exited {
-		t.exitedKept--
+		t.countExited(m.Root, id, false)
 	}
 	delete(t.members, id)
 	delete(t.children, id)

@@ -2,6 +2,7 @@ package lineage
 
 import (
 	"errors"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -360,5 +361,120 @@ func TestTreeForgetsAWholeLineage(t *testing.T) {
 	}
 	if got := tr.Lineage(other); len(got) != 2 {
 		t.Errorf("the other root's lineage has %d members, want 2", len(got))
+	}
+}
+
+// Many hostile roots that each double-fork in a loop fill the tree's whole
+// bound; another root's chain is still kept whole, and the tree holds
+// about its bound, each root its share.
+func TestTreeKeepsEachRootsShareOfChains(t *testing.T) {
+	pid := func(p uint32) Identity { return Identity{PID: p, StartTicks: uint64(p)} }
+	tr := NewTree()
+	tr.SetPruning(true)
+	const hostile = 20
+	// chainLoop runs n double forks under root from pid base: the middle
+	// process exits at once, the daemon it made goes on to fork the next.
+	chainLoop := func(root Identity, base uint32, n int) Identity {
+		parent := root
+		for i := uint32(0); i < uint32(n); i++ {
+			mid, daemon := pid(base+2*i), pid(base+2*i+1)
+			tr.Apply(Event{Kind: EventFork, Process: mid, Parent: parent, Root: root})
+			tr.Apply(Event{Kind: EventFork, Process: daemon, Parent: mid, Root: root})
+			tr.Apply(Event{Kind: EventExit, Process: mid, Root: root})
+			if parent != root {
+				tr.Apply(Event{Kind: EventExit, Process: parent, Root: root})
+			}
+			parent = daemon
+		}
+		return parent
+	}
+	for r := uint32(0); r < hostile; r++ {
+		root := pid(1_000_000 * (r + 1))
+		tr.Apply(Event{Kind: EventExec, Process: root, Root: root})
+		chainLoop(root, 1_000_000*(r+1)+1, MaxExitedKept+100)
+	}
+	victim := pid(50_000_000)
+	tr.Apply(Event{Kind: EventExec, Process: victim, Root: victim})
+	daemon := chainLoop(victim, 50_000_001, 3)
+	chain := tr.Chain(daemon)
+	if len(chain) != 7 {
+		t.Fatalf("the victim's chain has %d links, want its 6 processes and the root", len(chain))
+	}
+	for _, l := range chain {
+		if l.Skipped != 0 {
+			t.Errorf("the victim's chain skips %d ancestors at %v: other roots took its share", l.Skipped, l.Identity)
+		}
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if tr.exitedKept > maxExitedKeptTotal {
+		t.Errorf("the tree keeps %d exited members, over its bound of %d", tr.exitedKept, maxExitedKeptTotal)
+	}
+	share := maxExitedKeptTotal / hostile
+	for root, kept := range tr.exited {
+		if root != victim && (len(kept) < share-1 || len(kept) > share+1) {
+			t.Errorf("root %v keeps %d exited members, not its share of %d", root, len(kept), share)
+		}
+	}
+	checkExitedCounts(t, tr)
+}
+
+// The counts of exited members by root stay exact when a member's root is
+// learnt after its exit, and when a root is forgotten.
+func TestTreeCountsExitedByRoot(t *testing.T) {
+	pid := func(p uint32) Identity { return Identity{PID: p, StartTicks: uint64(p)} }
+	tr := NewTree()
+	tr.SetPruning(true)
+	root := pid(10)
+	tr.Apply(Event{Kind: EventExec, Process: root, Root: root})
+	// An exit seen before its fork: no root yet.
+	tr.Apply(Event{Kind: EventExit, Process: pid(11)})
+	tr.Apply(Event{Kind: EventFork, Process: pid(12), Parent: pid(11)})
+	tr.mu.Lock()
+	checkExitedCounts(t, tr)
+	tr.mu.Unlock()
+	tr.Apply(Event{Kind: EventFork, Process: pid(11), Parent: root, Root: root})
+	tr.Apply(Event{Kind: EventFork, Process: pid(12), Parent: pid(11), Root: root})
+	tr.mu.Lock()
+	if got := len(tr.exited[root]); got != 1 {
+		t.Errorf("root keeps %d exited members once the exit's root is known, want 1", got)
+	}
+	checkExitedCounts(t, tr)
+	tr.mu.Unlock()
+	// Exits while not pruning are counted once pruning is on again.
+	tr.SetPruning(false)
+	tr.Apply(Event{Kind: EventFork, Process: pid(13), Parent: pid(12), Root: root})
+	tr.Apply(Event{Kind: EventExit, Process: pid(13), Root: root})
+	tr.SetPruning(true)
+	tr.mu.Lock()
+	checkExitedCounts(t, tr)
+	tr.mu.Unlock()
+	tr.Forget(root)
+	tr.mu.Lock()
+	if tr.exitedKept != 0 || len(tr.exited) != 0 {
+		t.Errorf("a forgotten root leaves %d exited members counted (%v)", tr.exitedKept, tr.exited)
+	}
+	tr.mu.Unlock()
+}
+
+// checkExitedCounts holds the tree's counts to its members. Callers hold
+// tr.mu.
+func checkExitedCounts(t *testing.T, tr *Tree) {
+	t.Helper()
+	want := map[Identity]map[Identity]struct{}{}
+	for id, m := range tr.members {
+		if m.Exited {
+			if want[m.Root] == nil {
+				want[m.Root] = map[Identity]struct{}{}
+			}
+			want[m.Root][id] = struct{}{}
+		}
+	}
+	total := 0
+	for _, kept := range tr.exited {
+		total += len(kept)
+	}
+	if tr.exitedKept != total || !maps.EqualFunc(tr.exited, want, maps.Equal) {
+		t.Errorf("counted %d exited members (%d in the sets of %d roots), the tree holds those of %d roots", tr.exitedKept, total, len(tr.exited), len(want))
 	}
 }

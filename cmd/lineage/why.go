@@ -165,7 +165,7 @@ func printWhy(w io.Writer, v api.Why) {
 	for _, st := range v.Chain {
 		linef(w, "  %-16s %-24s %s", st.Process, stepState(st), lineage.CommandLine(st.Argv, st.Comm))
 		if st.Skipped > 0 {
-			linef(w, "  %-16s %d exited %s the daemon no longer keeps (it keeps at most %d)", "…", st.Skipped, lineage.Plural(st.Skipped, "ancestor", "ancestors"), lineage.MaxExitedKept)
+			linef(w, "  %-16s %d exited %s the daemon no longer keeps (it keeps at most %d a root)", "…", st.Skipped, lineage.Plural(st.Skipped, "ancestor", "ancestors"), lineage.MaxExitedKept)
 		}
 	}
 	if !v.Complete && len(v.Chain) > 0 {
