@@ -255,7 +255,7 @@ class Client {
    * Opens session id with kind unless it exists, as lineage exec would;
    * rejects with the LineageError of a daemon out of reach, of one that
    * refuses the session, or a conflict when another uid opened it (its
-   * roots would be its opener's).
+   * roots would be its opener's) or it is of another kind.
    */
   async _ensureSession(id, kind) {
     let s;
@@ -280,6 +280,10 @@ class Client {
     }
     if (s.uid !== process.geteuid()) {
       throw new LineageError('conflict', `session ${JSON.stringify(id)} was opened by uid ${s.uid}: its roots are its opener's, so nothing runs (as root, lineage exec --join joins it)`, 409);
+    }
+    if (kind && s.kind !== kind) {
+      // A turn end would do otherwise than the caller expects.
+      throw new LineageError('conflict', `session ${JSON.stringify(id)} is ${s.kind}, not ${kind}: a session's kind is set when it opens`, 409);
     }
   }
 

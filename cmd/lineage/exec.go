@@ -35,7 +35,8 @@ func newCmdExec(s cli.Streams) *cobra.Command {
 		Use:   "exec --session S [flags] -- COMMAND [ARGS...]",
 		Short: "Register this process as a root of a session, then become COMMAND",
 		Long: `Ask the daemon to register lineage's own process as a root of session S
-(opened with --kind and --label if it doesn't exist), then execve COMMAND in
+(opened with --kind and --label if it doesn't exist; a --kind that is not an
+existing session's kind is refused), then execve COMMAND in
 place: the same pid and start time, so the root is tracked before COMMAND runs
 its first instruction. With no daemon reachable, or a refusal, it runs nothing
 and fails with the daemon's message.

@@ -103,7 +103,8 @@ func (s *Server) callerAsOrphanage(p Peer, root lineage.Identity) (*lineage.Iden
 // sessionForRoot returns the session a new root joins, opening it when it
 // doesn't exist. A session's name is its opener's: only its uid adds roots
 // to it. Root joins another uid's session only when it asks to (Join);
-// any other uid is told the id is taken, as by an open of that id.
+// any other uid is told the id is taken, as by an open of that id. A kind
+// given for a session that exists must be its kind.
 func (s *Server) sessionForRoot(req api.AddRoot, p Peer) (*session, bool, error) {
 	var err error
 	if req.Keep, err = s.resolveKeeps(req.Keep); err != nil {
@@ -119,6 +120,9 @@ func (s *Server) sessionForRoot(req api.AddRoot, p Peer) (*session, bool, error)
 			return nil, false, conflict("session %q was opened by uid %d: root joins another uid's session only when it asks to (lineage exec --join, lineage roots add --join, \"join\": true)", se.id, se.uid)
 		case se.closing:
 			return nil, false, conflict("session %q is closing", se.id)
+		case req.Kind != "" && parseKind(req.Kind) != se.kind:
+			// A turn end would do otherwise than the caller expects.
+			return nil, false, conflict("session %q is %s, not %s: a session's kind is set when it opens", se.id, se.kind, req.Kind)
 		}
 		return se, false, nil
 	}

@@ -98,7 +98,8 @@ func (l *liveServer) do(method, path string, body, out any) {
 	}
 }
 
-// root starts a sleep and registers it as a root of session sid.
+// root starts a sleep and registers it as a root of session sid, which
+// exists (its kind is its own).
 func (l *liveServer) root(sid string) lineage.Identity {
 	l.t.Helper()
 	c := exec.Command("sleep", testutil.Sleep(l.mark))
@@ -110,7 +111,7 @@ func (l *liveServer) root(sid string) lineage.Identity {
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	l.do("POST", "/v1/roots", api.AddRoot{PID: int64(c.Process.Pid), Start: start, Session: sid, Kind: "autonomous"}, nil)
+	l.do("POST", "/v1/roots", api.AddRoot{PID: int64(c.Process.Pid), Start: start, Session: sid}, nil)
 	return lineage.Identity{PID: uint32(c.Process.Pid), StartTicks: start}
 }
 

@@ -131,7 +131,7 @@ func testExecFastRegisters(t *testing.T, d *daemon, fast, ref execRunner) {
 		session, label string
 	}{
 		{nil, []string{"--session", "fast-a", "--kind", "autonomous", "--label", "first"}, "fast-a", "first"},
-		{nil, []string{"--session=fast-a", "--label=second", "--kind=interactive", "--label", "third"}, "fast-a", "third"},
+		{nil, []string{"--session=fast-a", "--label=second", "--kind=autonomous", "--label", "third"}, "fast-a", "third"},
 		{[]string{client.EnvSocket + "=/nonexistent/lineage.sock"}, []string{"--socket", d.sock, "--session", "fast-b"}, "fast-b", ""},
 		{[]string{client.EnvSocket + "=/nonexistent/lineage.sock"}, []string{"--session", "fast-b", "--socket=" + d.sock}, "fast-b", ""},
 	} {

@@ -54,6 +54,8 @@ func TestServeRefusesBadInputAndChangesNothing(t *testing.T) {
 	live := startSleep(t, exec.Command("sleep", testutil.Sleep(mark)))
 	livePID, liveStart := ident(t, live)
 	d.do("POST", "/v1/roots", api.AddRoot{PID: int64(livePID), Start: liveStart, Session: "keep"}, nil)
+	other := startSleep(t, exec.Command("sleep", testutil.Sleep(mark)))
+	otherPID, otherStart := ident(t, other)
 	gone := exec.Command("true")
 	if err := gone.Run(); err != nil {
 		t.Fatal(err)
@@ -95,6 +97,9 @@ func TestServeRefusesBadInputAndChangesNothing(t *testing.T) {
 		{"POST", "/v1/roots", fmt.Sprintf(`{"pid":%d,"session":"y","keep":["exe:/nonexistent/program"]}`, livePID), 400},
 		{"POST", "/v1/roots", fmt.Sprintf(`{"pid":%d,"session":"a","kind":"bogus"}`, livePID), 400},
 		{"POST", "/v1/roots", fmt.Sprintf(`{"pid":%d,"session":"keep","kind":"bogus"}`, livePID), 400},
+		// "keep" is interactive: a turn end would not do what this asks.
+		{"POST", "/v1/roots", fmt.Sprintf(`{"pid":%d,"start":%d,"session":"keep","kind":"autonomous"}`, otherPID, otherStart), 409},
+		{"POST", "/v1/arms", `{"session":"keep","kind":"autonomous"}`, 409},
 		{"GET", "/v1/sessions/nope", ``, 404},
 		{"GET", "/v1/sessions/nope/report", ``, 404},
 		{"POST", "/v1/sessions/nope/turn-end", ``, 404},
@@ -123,6 +128,11 @@ func TestServeRefusesBadInputAndChangesNothing(t *testing.T) {
 	if after := snapshot(t, d); after != before {
 		t.Errorf("bad input changed the state:\nbefore %s\nafter  %s", before, after)
 	}
+	if _, e := d.raw("POST", "/v1/roots", fmt.Sprintf(`{"pid":%d,"start":%d,"session":"keep","kind":"autonomous"}`, otherPID, otherStart)); !strings.Contains(e.Error, `session "keep" is interactive, not autonomous`) {
+		t.Errorf("a root asking another kind of a session: %q, want the session's kind named", e.Error)
+	}
+	// Its own kind, or none, joins it.
+	d.do("POST", "/v1/roots", api.AddRoot{PID: int64(otherPID), Start: otherStart, Session: "keep", Kind: "interactive"}, nil)
 	// No kind is interactive.
 	var s api.Session
 	d.do("POST", "/v1/sessions", api.OpenSession{ID: "plain"}, &s)

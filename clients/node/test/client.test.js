@@ -203,6 +203,21 @@ test('bad input is refused and runs nothing', { skip }, async () => {
   }
 });
 
+test('a session of another kind is refused and runs nothing', { skip }, async () => {
+  const id = sessionName('kind');
+  await client.openSession({ id, kind: 'interactive' });
+  const marker = `${process.env.TMPDIR || '/tmp'}/lineage-node-kind-${MARK}`;
+  try {
+    const err = await client.run('touch', [marker], { session: id, kind: 'autonomous' }).then(() => null, (e) => e);
+    assert.ok(err instanceof LineageError && err.code === 'conflict' && /is interactive, not autonomous/.test(err.message), `another kind: ${err}`);
+    assert.equal(fs.existsSync(marker), false, 'the command ran in a session of another kind');
+    const same = await client.run('true', [], { session: id, kind: 'interactive' });
+    assert.equal(same.code, 0, 'its own kind runs');
+  } finally {
+    await client.sessionClose(id);
+  }
+});
+
 test('another uid\'s session is refused and runs nothing', { skip: skip || !process.env.LINEAGE_TEST_FOREIGN_SESSION }, async () => {
   // The Go test opened it as uid 65534.
   const marker = `${process.env.TMPDIR || '/tmp'}/lineage-node-foreign-${MARK}`;

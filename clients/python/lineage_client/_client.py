@@ -291,15 +291,20 @@ class Client:
         return self._lineage_path
 
     def ensure_session(self, session: str, kind: str | None = None, label: str | None = None) -> None:
-        """Opens ``session`` unless it exists; a bad session, or another
+        """Opens ``session`` unless it exists; a bad session, another
         uid's (``conflict``: its roots are its opener's, so nothing would
-        run), raises ``LineageError``. Once seen, a session is not asked
+        run), or one of another ``kind`` (``conflict``), raises
+        ``LineageError``. Once seen, a session is not asked
         about again by this client: if it closes, ``lineage exec`` opens it
         anew."""
         if session in self._known_sessions:
             return
         try:
-            self._own_session(session)
+            s = self._own_session(session)
+            if kind and s.get("kind") != kind:
+                # A turn end would do otherwise than the caller expects.
+                raise LineageError("conflict", "session %r is %s, not %s: a session's kind is set when it opens"
+                                   % (session, s.get("kind"), kind), 409)
         except LineageError as e:
             if e.code != "not_found":
                 raise

@@ -351,6 +351,20 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             self.client.run(["true"], session_name("both"), input=b"x", stdin=subprocess.PIPE)
 
+    def test_a_session_of_another_kind_runs_nothing(self):
+        name = session_name("kind")
+        self.client.open_session(name, kind="interactive")
+        marker = os.path.join(os.environ.get("TMPDIR", "/tmp"), "lineage-py-kind-" + MARK)
+        try:
+            with self.assertRaises(LineageError) as cm:
+                self.client.run(["touch", marker], name, kind="autonomous")
+            self.assertEqual(cm.exception.code, "conflict")
+            self.assertIn("is interactive, not autonomous", cm.exception.message)
+            self.assertFalse(os.path.exists(marker), "a command ran in a session of another kind")
+            self.assertEqual(self.client.run(["true"], name, kind="interactive").returncode, 0, "its own kind runs")
+        finally:
+            self.client.session_close(name)
+
     def test_another_uids_session_runs_nothing(self):
         foreign = os.environ.get("LINEAGE_TEST_FOREIGN_SESSION")
         self.assertTrue(foreign, "no LINEAGE_TEST_FOREIGN_SESSION: a session uid 65534 opened")
