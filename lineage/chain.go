@@ -112,15 +112,10 @@ func (t *Tree) dropKept(id Identity) bool {
 }
 
 // countExited records that id, in root's lineage, is an exited member
-// the tree keeps (kept) or no longer keeps; callers count each once. Only
-// a pruning tree, which bounds them, keeps them by root. Callers hold t.mu.
+// the tree keeps (kept) or no longer keeps. Only a pruning tree, which
+// bounds them, counts them. Callers hold t.mu.
 func (t *Tree) countExited(root, id Identity, kept bool) {
 	if !t.prune {
-		if kept {
-			t.exitedKept++
-		} else {
-			t.exitedKept--
-		}
 		return
 	}
 	set := t.exited[root]

@@ -36,10 +36,11 @@ type Tree struct {
 	children map[Identity][]Identity
 	// prune drops exited members that matter to nobody (see [Tree.SetPruning]).
 	prune bool
-	// hops, exitedKept (the exited members kept) and, while pruning,
-	// exited (the same by Member.Root, zero included) bound the exited
-	// ancestors kept for live descendants (chain.go); forgotten holds
-	// recently forgotten roots, forgottenOrder the same oldest first.
+	// hops, and while pruning exited (the exited members kept, by
+	// Member.Root, zero included) and exitedKept (their number), bound
+	// the exited ancestors kept for live descendants (chain.go);
+	// forgotten holds recently forgotten roots, forgottenOrder the same
+	// oldest first.
 	hops           map[Identity]hop
 	exitedKept     int
 	exited         map[Identity]map[Identity]struct{}
@@ -147,10 +148,10 @@ func (t *Tree) SetPruning(on bool) {
 	}
 	t.prune = on
 	clear(t.exited)
+	t.exitedKept = 0
 	if !on {
 		return
 	}
-	t.exitedKept = 0
 	for id, m := range t.members {
 		if m.Exited {
 			t.countExited(m.Root, id, true)
