@@ -61,8 +61,9 @@ authorises callers by their uid, and keeps sessions, roots and keeps in
 GET /metrics answers Prometheus metrics (lineage_*; no pid or session
 labels) to whoever reaches the socket, and with --metrics-listen over TCP.
 
-With the bpf backend the tracker is pinned under --pin-dir (bpffs is mounted
-at /sys/fs/bpf if it is not yet): its maps and program links stay in the
+With the bpf backend the tracker is pinned under --pin-dir: a directory
+under /sys/fs/bpf (bpffs is mounted there if it is not yet), or on a bpffs
+mounted elsewhere; any other is refused, --backend auto included. Its maps and program links stay in the
 kernel when the daemon exits, however it exits, so tracking never stops. A
 restarted daemon takes the pinned tracker over: members forked while it was
 down are members, the event ring buffer resumes where it stopped, and what
@@ -91,8 +92,9 @@ daemon keeps --fd-reserve descriptors (default 1024) below its file limit
 for root's connections and its own work: a connection of another uid that
 would take one of them is answered 429.
 
-The first line the daemon prints names its backend and why; a fallback of
---backend auto to proc is a warning, and --backend bpf never falls back.
+The first line the daemon prints names its backend and why; the proc
+backend, asked for or a fallback of --backend auto, is a warning that says
+what it misses, and --backend bpf never falls back.
 
 --state-dir and --record-dir must be the daemon's alone: owned by its uid
 and writable by no one else (they are made 0700 when missing). State files

@@ -142,3 +142,35 @@ func TestServeRefusesAnEmptySocket(t *testing.T) {
 		t.Errorf("serve --socket='': %v, want the empty path refused", err)
 	}
 }
+
+// A --pin-dir off bpffs is refused before anything starts, whether
+// --backend is bpf or auto (which must not fall back to proc for it), and
+// is not created.
+func TestServeRefusesAPinDirOffBPFFS(t *testing.T) {
+	for _, backend := range []string{"auto", "bpf"} {
+		pins := t.TempDir() + "/pins"
+		var out strings.Builder
+		root := newRootCmd(cli.Streams{In: strings.NewReader(""), Out: &out, Err: &out})
+		sock := t.TempDir() + "/s.sock"
+		root.SetArgs([]string{"serve", "--backend", backend, "--socket", sock, "--state-dir", t.TempDir(), "--pin-dir", pins})
+		done := make(chan error, 1)
+		go func() { done <- root.Execute() }()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(30 * time.Second):
+			// The daemon serves on, on the proc backend: the process's
+			// exit at the tests' end stops it.
+			t.Fatalf("--backend %s --pin-dir %s: still serving after 30s: %q", backend, pins, out.String())
+		}
+		if !errors.Is(err, lineage.ErrInvalid) || !strings.Contains(err.Error(), "pin dir "+pins+": not on a BPF filesystem") {
+			t.Errorf("--backend %s --pin-dir %s: %v (%q), want it refused as off bpffs", backend, pins, err, out.String())
+		}
+		if _, err := net.Dial("unix", sock); err == nil {
+			t.Errorf("--backend %s: listens on the socket after failing", backend)
+		}
+		if _, err := os.Stat(pins); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("--backend %s: the pin dir was made (%v)", backend, err)
+		}
+	}
+}

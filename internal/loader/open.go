@@ -6,11 +6,13 @@ import (
 )
 
 // Openers open the two backends for [Open]: the BPF tracker, and the /proc
-// poller (whose options CheckProc validates before anything opens, so that
-// auto can't hide them). Packages loader/bpf and loader/poll provide them.
+// poller. CheckBPF and CheckProc validate each one's options before
+// anything opens, so that auto can't hide bad ones behind the other
+// backend. Packages loader/bpf and loader/poll provide them.
 type Openers struct {
 	BPF       func() (Backend, error)
 	Proc      func() (Backend, error)
+	CheckBPF  func() error
 	CheckProc func() error
 }
 
@@ -24,12 +26,19 @@ type Openers struct {
 //     backend, with the reason BPF failed in the Choice: auto never fails
 //     because of BPF.
 //
-// An unknown choice, or bad proc options, wrap lineage.ErrInvalid. The caller
+// An unknown choice, or bad options for a backend the choice may open
+// (bpf's for "bpf" and "auto", proc's for "proc" and "auto"), fail before
+// anything opens and wrap lineage.ErrInvalid. The caller
 // owns the returned backend and must Close it.
 func Open(choice string, open Openers) (Backend, Choice, error) {
 	asked, err := ParseBackend(choice)
 	if err != nil {
 		return nil, Choice{}, err
+	}
+	if asked != BackendProc && open.CheckBPF != nil {
+		if err := open.CheckBPF(); err != nil {
+			return nil, Choice{}, fmt.Errorf("bpf backend: %w", err)
+		}
 	}
 	if asked != BackendBPF && open.CheckProc != nil {
 		if err := open.CheckProc(); err != nil {

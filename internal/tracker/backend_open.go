@@ -18,6 +18,7 @@ func openBackend(choice string, opts backendOptions) (loader.Backend, loader.Cho
 	return loader.Open(choice, loader.Openers{
 		BPF:       func() (loader.Backend, error) { return bpf.Open(opts.BPF) },
 		Proc:      func() (loader.Backend, error) { return poll.Open(opts.Proc) },
+		CheckBPF:  opts.BPF.Validate,
 		CheckProc: opts.Proc.Validate,
 	})
 }

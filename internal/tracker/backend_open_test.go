@@ -8,6 +8,7 @@ import (
 	"github.com/lineage-dev/lineage/internal/loader"
 	"github.com/lineage-dev/lineage/internal/loader/bpf"
 	"github.com/lineage-dev/lineage/internal/testutil"
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 func TestOpenProcWhenAsked(t *testing.T) {
@@ -53,8 +54,14 @@ func TestOpenBPFOrAuto(t *testing.T) {
 	if a.Name() != "bpf" || achoice != (loader.Choice{Backend: "bpf", Asked: "auto", Reason: "bpf loaded"}) {
 		t.Errorf("auto: %s, %+v", a.Name(), achoice)
 	}
-	// A bad BPF option is the BPF backend's error, whatever the choice.
-	if _, _, err := openBackend("bpf", backendOptions{BPF: &bpf.Options{RingBytes: 3}}); err == nil {
-		t.Errorf("a bad ring size was accepted")
+	// A bad BPF option is the BPF backend's error, whatever the choice:
+	// auto does not fall back to proc for it.
+	for _, choice := range []string{"bpf", "auto"} {
+		if b, _, err := openBackend(choice, backendOptions{BPF: &bpf.Options{RingBytes: 3}}); !errors.Is(err, lineage.ErrInvalid) {
+			if err == nil {
+				b.Close()
+			}
+			t.Errorf("%s with a bad ring size: %v, want an invalid-option error", choice, err)
+		}
 	}
 }

@@ -43,8 +43,8 @@ type TrackerOptions struct {
 	Log     io.Writer
 	Verbose bool
 	// SayBackend makes the backend in use, and why, the first note (a
-	// daemon's first line), whatever Verbose says; auto's fallback to
-	// proc is a warning.
+	// daemon's first line), whatever Verbose says; the proc backend,
+	// asked for or fallen back to, is a warning that says what it misses.
 	SayBackend bool
 	// OnEvent, if set, is given every event after the tree has it, from
 	// the tracker's one event goroutine; it must not block.
@@ -114,7 +114,8 @@ func OpenTracker(opts TrackerOptions) (*Tracker, error) {
 	switch {
 	case !opts.SayBackend:
 		t.detail("lineage: backend %s\n", t.choice)
-	case t.choice.Backend == loader.BackendProc && t.choice.Asked == loader.BackendAuto:
+	case t.choice.Backend == loader.BackendProc:
+		// Asked for or fallen back to, the limit is the same.
 		t.note("lineage: warning: backend %s: processes that live and die between two scans of /proc are not seen\n", t.choice)
 	default:
 		t.note("lineage: backend %s\n", t.choice)

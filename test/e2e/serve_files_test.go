@@ -308,4 +308,10 @@ func TestServeSaysWhichTrackerRuns(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(first, "lineage: warning: backend proc (bpf: ") {
 		t.Errorf("--backend auto as uid 65534: exit %d, first line %q, want a warning naming proc and why", code, first)
 	}
+	// Asked for, the proc backend misses what it misses all the same.
+	msg, code = run("proc")
+	first, _, _ = strings.Cut(msg, "\n")
+	if code != 0 || first != "lineage: warning: backend proc (asked for proc): processes that live and die between two scans of /proc are not seen" {
+		t.Errorf("--backend proc as uid 65534: exit %d, first line %q, want the proc backend's warning", code, first)
+	}
 }

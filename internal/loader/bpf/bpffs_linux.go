@@ -1,12 +1,16 @@
 package bpf
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lineage-dev/lineage/lineage"
 )
 
 // bpffsMount is where the BPF filesystem is mounted when it is not yet.
@@ -28,6 +32,40 @@ func ensureBPFFS(root string) error {
 	}
 	if !isBPFFS(root) {
 		return fmt.Errorf("pin dir %s: not on a BPF filesystem (mount -t bpf bpf DIR)", root)
+	}
+	return nil
+}
+
+// checkPinRoot refuses a pin root that could hold no pins, before anything
+// is created: one neither under /sys/fs/bpf (where ensureBPFFS mounts
+// bpffs) nor on a BPF filesystem mounted elsewhere. A root that does not
+// exist yet is judged by the nearest directory above it that does, the one
+// it would be made on. "" pins nothing and is fine. Errors wrap
+// lineage.ErrInvalid.
+func checkPinRoot(root string) error {
+	if root == "" {
+		return nil
+	}
+	if !filepath.IsAbs(root) {
+		return fmt.Errorf("%w option: pin dir %q: want an absolute path", lineage.ErrInvalid, root)
+	}
+	root = filepath.Clean(root)
+	if root == bpffsMount || strings.HasPrefix(root, bpffsMount+"/") {
+		return nil
+	}
+	dir := root
+	for {
+		_, err := os.Stat(dir)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("pin dir %s: %w", root, err)
+		}
+		dir = filepath.Dir(dir)
+	}
+	if !isBPFFS(dir) {
+		return fmt.Errorf("%w option: pin dir %s: not on a BPF filesystem: pick one under %s, or mount bpffs there first (mount -t bpf bpf DIR)", lineage.ErrInvalid, root, bpffsMount)
 	}
 	return nil
 }

@@ -73,6 +73,43 @@ type Options struct {
 	KillUser *policy.KillUser
 }
 
+// Validate checks opts as [Open] does before it loads anything, and
+// touches nothing: errors wrap lineage.ErrInvalid. It is what lets a
+// caller refuse bad BPF options before a fallback to another backend could
+// hide them. A nil opts is the defaults.
+func (o *Options) Validate() error {
+	_, err := o.resolve()
+	return err
+}
+
+// resolve returns opts with the defaults filled in, checked.
+func (o *Options) resolve() (Options, error) {
+	out := o.withDefaults()
+	if err := loader.ValidateRingBytes(out.RingBytes); err != nil {
+		return Options{}, err
+	}
+	if err := loader.ValidateMaxMembers(out.MaxMembers); err != nil {
+		return Options{}, err
+	}
+	var err error
+	if out.OnFull, err = loader.ParseOnFull(string(out.OnFull)); err != nil {
+		return Options{}, err
+	}
+	if out.MaxRoots < 1 {
+		return Options{}, fmt.Errorf("%w option: max roots %d: must be at least 1", lineage.ErrInvalid, out.MaxRoots)
+	}
+	if out.Variant == loader.VariantAuto {
+		out.Variant = loader.Variant(os.Getenv(loader.VariantEnv))
+	}
+	if out.Variant, err = loader.ParseVariant(string(out.Variant)); err != nil {
+		return Options{}, err
+	}
+	if err := checkPinRoot(out.PinRoot); err != nil {
+		return Options{}, err
+	}
+	return out, nil
+}
+
 func (o *Options) withDefaults() Options {
 	out := Options{}
 	if o != nil {
@@ -170,24 +207,8 @@ var _ loader.Backend = (*Tracker)(nil)
 // accepts (see [Variant]), unless opts force one. Errors that mean BPF can't
 // run here wrap ErrUnavailable and say what failed.
 func Open(opts *Options) (*Tracker, error) {
-	o := opts.withDefaults()
-	if err := loader.ValidateRingBytes(o.RingBytes); err != nil {
-		return nil, err
-	}
-	if err := loader.ValidateMaxMembers(o.MaxMembers); err != nil {
-		return nil, err
-	}
-	var err error
-	if o.OnFull, err = loader.ParseOnFull(string(o.OnFull)); err != nil {
-		return nil, err
-	}
-	if o.MaxRoots < 1 {
-		return nil, fmt.Errorf("%w option: max roots %d: must be at least 1", lineage.ErrInvalid, o.MaxRoots)
-	}
-	if o.Variant == loader.VariantAuto {
-		o.Variant = loader.Variant(os.Getenv(loader.VariantEnv))
-	}
-	if o.Variant, err = loader.ParseVariant(string(o.Variant)); err != nil {
+	o, err := opts.resolve()
+	if err != nil {
 		return nil, err
 	}
 	procFS, err := proc.Open(o.ProcRoot)
