@@ -193,6 +193,12 @@ func (o *serveOptions) options() (server.Options, server.ListenOptions, error) {
 	if err != nil {
 		return server.Options{}, server.ListenOptions{}, err
 	}
+	if backend != loader.BackendProc {
+		// Before the state dir is made; the tracker checks again.
+		if err := bpf.CheckPinRoot(pin); err != nil {
+			return server.Options{}, server.ListenOptions{}, fmt.Errorf("--pin-dir: %w", err)
+		}
+	}
 	opts := server.Options{
 		Record: rec,
 		Tracker: tracker.TrackerOptions{

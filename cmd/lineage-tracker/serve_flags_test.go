@@ -144,15 +144,15 @@ func TestServeRefusesAnEmptySocket(t *testing.T) {
 }
 
 // A --pin-dir off bpffs is refused before anything starts, whether
-// --backend is bpf or auto (which must not fall back to proc for it), and
-// is not created.
+// --backend is bpf or auto (which must not fall back to proc for it):
+// neither it nor the state dir is made.
 func TestServeRefusesAPinDirOffBPFFS(t *testing.T) {
 	for _, backend := range []string{"auto", "bpf"} {
-		pins := t.TempDir() + "/pins"
+		pins, state := t.TempDir()+"/pins", t.TempDir()+"/state"
 		var out strings.Builder
 		root := newRootCmd(cli.Streams{In: strings.NewReader(""), Out: &out, Err: &out})
 		sock := t.TempDir() + "/s.sock"
-		root.SetArgs([]string{"serve", "--backend", backend, "--socket", sock, "--state-dir", t.TempDir(), "--pin-dir", pins})
+		root.SetArgs([]string{"serve", "--backend", backend, "--socket", sock, "--state-dir", state, "--pin-dir", pins})
 		done := make(chan error, 1)
 		go func() { done <- root.Execute() }()
 		var err error
@@ -169,8 +169,10 @@ func TestServeRefusesAPinDirOffBPFFS(t *testing.T) {
 		if _, err := net.Dial("unix", sock); err == nil {
 			t.Errorf("--backend %s: listens on the socket after failing", backend)
 		}
-		if _, err := os.Stat(pins); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("--backend %s: the pin dir was made (%v)", backend, err)
+		for _, dir := range []string{pins, state} {
+			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("--backend %s: %s was made (%v)", backend, dir, err)
+			}
 		}
 	}
 }

@@ -36,13 +36,13 @@ func ensureBPFFS(root string) error {
 	return nil
 }
 
-// checkPinRoot refuses a pin root that could hold no pins, before anything
-// is created: one neither under /sys/fs/bpf (where ensureBPFFS mounts
+// CheckPinRoot refuses a pin root that could hold no pins, and creates
+// nothing: one neither under /sys/fs/bpf (where ensureBPFFS mounts
 // bpffs) nor on a BPF filesystem mounted elsewhere. A root that does not
 // exist yet is judged by the nearest directory above it that does, the one
 // it would be made on. "" pins nothing and is fine. Errors wrap
 // lineage.ErrInvalid.
-func checkPinRoot(root string) error {
+func CheckPinRoot(root string) error {
 	if root == "" {
 		return nil
 	}
@@ -65,7 +65,7 @@ func checkPinRoot(root string) error {
 		dir = filepath.Dir(dir)
 	}
 	if !isBPFFS(dir) {
-		return fmt.Errorf("%w option: pin dir %s: not on a BPF filesystem: pick one under %s, or mount bpffs there first (mount -t bpf bpf DIR)", lineage.ErrInvalid, root, bpffsMount)
+		return fmt.Errorf("%w option: pin dir %s: not on a BPF filesystem: pick a directory under %s or on a bpffs mount (mount -t bpf bpf DIR)", lineage.ErrInvalid, root, bpffsMount)
 	}
 	return nil
 }

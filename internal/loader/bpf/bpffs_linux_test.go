@@ -17,8 +17,8 @@ import (
 func TestCheckPinRoot(t *testing.T) {
 	off := filepath.Join(t.TempDir(), "pins", "deeper")
 	for _, root := range []string{"relative/pins", off, filepath.Dir(off)} {
-		if err := checkPinRoot(root); !errors.Is(err, lineage.ErrInvalid) {
-			t.Errorf("checkPinRoot(%q) = %v, want an invalid-option error", root, err)
+		if err := CheckPinRoot(root); !errors.Is(err, lineage.ErrInvalid) {
+			t.Errorf("CheckPinRoot(%q) = %v, want an invalid-option error", root, err)
 		}
 	}
 	if _, err := os.Stat(filepath.Dir(off)); !errors.Is(err, os.ErrNotExist) {
@@ -28,8 +28,8 @@ func TestCheckPinRoot(t *testing.T) {
 		t.Errorf("Validate with a pin root off bpffs: %v, want an invalid-option error", err)
 	}
 	for _, root := range []string{"", "/sys/fs/bpf", "/sys/fs/bpf/lineage-check-" + filepath.Base(t.TempDir())} {
-		if err := checkPinRoot(root); err != nil {
-			t.Errorf("checkPinRoot(%q) = %v", root, err)
+		if err := CheckPinRoot(root); err != nil {
+			t.Errorf("CheckPinRoot(%q) = %v", root, err)
 		}
 	}
 	if os.Geteuid() != 0 {
@@ -45,8 +45,8 @@ func TestCheckPinRoot(t *testing.T) {
 		}
 	})
 	for _, root := range []string{mnt, filepath.Join(mnt, "not", "yet")} {
-		if err := checkPinRoot(root); err != nil {
-			t.Errorf("checkPinRoot(%q) on a bpffs mounted there: %v", root, err)
+		if err := CheckPinRoot(root); err != nil {
+			t.Errorf("CheckPinRoot(%q) on a bpffs mounted there: %v", root, err)
 		}
 	}
 }

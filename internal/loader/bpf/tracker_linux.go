@@ -104,7 +104,7 @@ func (o *Options) resolve() (Options, error) {
 	if out.Variant, err = loader.ParseVariant(string(out.Variant)); err != nil {
 		return Options{}, err
 	}
-	if err := checkPinRoot(out.PinRoot); err != nil {
+	if err := CheckPinRoot(out.PinRoot); err != nil {
 		return Options{}, err
 	}
 	return out, nil
