@@ -71,8 +71,10 @@ type AddRoot struct {
 	// command it will execve); nil reads the argv from /proc.
 	Command []string `json:"command,omitempty"`
 	// Owner and Keep are as in [OpenSession], for a session this request
-	// opens (`lineage run` opens its job's session so); a session that
-	// exists keeps its own.
+	// opens (`lineage run` opens its job's session so). Given for a
+	// session that exists, they must be its own (its owner; keep rules
+	// it holds), or the request is refused (409): add keeps with
+	// POST /v1/keeps.
 	Owner *lineage.Identity `json:"owner,omitempty"`
 	Keep  []policy.Keep     `json:"keep,omitempty"`
 	// Join lets root add a root to a session another uid opened, which

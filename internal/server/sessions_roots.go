@@ -12,6 +12,7 @@ import (
 	"github.com/lineage-dev/lineage/internal/proc"
 	"github.com/lineage-dev/lineage/internal/tracker"
 	"github.com/lineage-dev/lineage/lineage"
+	"github.com/lineage-dev/lineage/policy"
 )
 
 // identityOf returns the identity of the live process pid, checked against
@@ -103,8 +104,11 @@ func (s *Server) callerAsOrphanage(p Peer, root lineage.Identity) (*lineage.Iden
 // sessionForRoot returns the session a new root joins, opening it when it
 // doesn't exist. A session's name is its opener's: only its uid adds roots
 // to it. Root joins another uid's session only when it asks to (Join);
-// any other uid is told the id is taken, as by an open of that id. A kind
-// given for a session that exists must be its kind.
+// any other uid is told the id is taken, as by an open of that id. A
+// kind, an owner or keep rules given for a session that exists must be
+// its own: they are set when it opens, and a turn end or a close that
+// did otherwise than the caller asked would reap what it meant to spare,
+// or spare what it meant to reap.
 func (s *Server) sessionForRoot(req api.AddRoot, p Peer) (*session, bool, error) {
 	var err error
 	if req.Keep, err = s.resolveKeeps(req.Keep); err != nil {
@@ -123,6 +127,10 @@ func (s *Server) sessionForRoot(req api.AddRoot, p Peer) (*session, bool, error)
 		case req.Kind != "" && parseKind(req.Kind) != se.kind:
 			// A turn end would do otherwise than the caller expects.
 			return nil, false, conflict("session %q is %s, not %s: a session's kind is set when it opens", se.id, se.kind, req.Kind)
+		case req.Owner != nil && (se.owner == nil || *se.owner != *req.Owner):
+			return nil, false, conflict("session %q %s, not %s: a session's owner is set when it opens", se.id, ownerText(se.owner), req.Owner)
+		case !se.holdsKeeps(req.Keep):
+			return nil, false, conflict("session %q exists: add keep rules to it with POST /v1/keeps (lineage keep), not with a root", se.id)
 		}
 		return se, false, nil
 	}
@@ -278,4 +286,24 @@ func (s *Server) removeRoot(r *http.Request, p Peer) (int, any, error) {
 	}
 	s.save()
 	return http.StatusOK, rt.view(id, se.id), nil
+}
+
+// ownerText says whose exit closes a session, for a refusal.
+func ownerText(owner *lineage.Identity) string {
+	if owner == nil {
+		return "has no owner"
+	}
+	return "is owned by " + owner.String()
+}
+
+// holdsKeeps says whether every one of rules is one of se's live keep
+// rules (none is). Call with reg.mu held.
+func (se *session) holdsKeeps(rules []policy.Keep) bool {
+	now := time.Now()
+	for _, r := range rules {
+		if !slices.ContainsFunc(se.keeps, func(k keep) bool { return k.rule == r && k.live(now) }) {
+			return false
+		}
+	}
+	return true
 }

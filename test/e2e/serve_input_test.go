@@ -100,6 +100,9 @@ func TestServeRefusesBadInputAndChangesNothing(t *testing.T) {
 		// "keep" is interactive: a turn end would not do what this asks.
 		{"POST", "/v1/roots", fmt.Sprintf(`{"pid":%d,"start":%d,"session":"keep","kind":"autonomous"}`, otherPID, otherStart), 409},
 		{"POST", "/v1/arms", `{"session":"keep","kind":"autonomous"}`, 409},
+		// "keep" has no owner and no keep rules: they are set when it opens.
+		{"POST", "/v1/roots", fmt.Sprintf(`{"pid":%d,"start":%d,"session":"keep","owner":{"pid":%d,"start":%d}}`, otherPID, otherStart, livePID, liveStart), 409},
+		{"POST", "/v1/roots", fmt.Sprintf(`{"pid":%d,"start":%d,"session":"keep","keep":["%d@%d"]}`, otherPID, otherStart, otherPID, otherStart), 409},
 		{"GET", "/v1/sessions/nope", ``, 404},
 		{"GET", "/v1/sessions/nope/report", ``, 404},
 		{"POST", "/v1/sessions/nope/turn-end", ``, 404},
@@ -131,8 +134,33 @@ func TestServeRefusesBadInputAndChangesNothing(t *testing.T) {
 	if _, e := d.raw("POST", "/v1/roots", fmt.Sprintf(`{"pid":%d,"start":%d,"session":"keep","kind":"autonomous"}`, otherPID, otherStart)); !strings.Contains(e.Error, `session "keep" is interactive, not autonomous`) {
 		t.Errorf("a root asking another kind of a session: %q, want the session's kind named", e.Error)
 	}
+	if _, e := d.raw("POST", "/v1/roots", fmt.Sprintf(`{"pid":%d,"start":%d,"session":"keep","owner":{"pid":%d,"start":%d}}`, otherPID, otherStart, livePID, liveStart)); !strings.Contains(e.Error, fmt.Sprintf(`session "keep" has no owner, not %d@%d`, livePID, liveStart)) {
+		t.Errorf("a root asking an owner of a session without one: %q, want it said", e.Error)
+	}
+	if _, e := d.raw("POST", "/v1/roots", fmt.Sprintf(`{"pid":%d,"start":%d,"session":"keep","keep":["%d@%d"]}`, otherPID, otherStart, otherPID, otherStart)); !strings.Contains(e.Error, "POST /v1/keeps") {
+		t.Errorf("a root asking keep rules of a session that exists: %q, want the way to add them named", e.Error)
+	}
 	// Its own kind, or none, joins it.
 	d.do("POST", "/v1/roots", api.AddRoot{PID: int64(otherPID), Start: otherStart, Session: "keep", Kind: "interactive"}, nil)
+	// A session's own owner and keep rules join it too.
+	third := startSleep(t, exec.Command("sleep", testutil.Sleep(mark)))
+	thirdPID, thirdStart := ident(t, third)
+	owner := fmt.Sprintf(`"owner":{"pid":%d,"start":%d},"keep":["%s"]`, livePID, liveStart, other)
+	for _, c := range []struct {
+		path, body string
+		status     int
+	}{
+		{"/v1/sessions", `{"id":"owned",` + owner + `}`, 201},
+		{"/v1/roots", fmt.Sprintf(`{"pid":%d,"start":%d,"session":"owned",%s}`, thirdPID, thirdStart, owner), 201},
+	} {
+		if code, e := d.raw("POST", c.path, c.body); code != c.status {
+			t.Errorf("POST %s %s: %d (%s), want %d", c.path, c.body, code, e.Error, c.status)
+		}
+	}
+	if code, e := d.raw("POST", "/v1/roots", fmt.Sprintf(`{"pid":%d,"start":%d,"session":"owned","owner":{"pid":%d,"start":%d}}`, thirdPID, thirdStart, otherPID, otherStart)); code != 409 || !strings.Contains(e.Error, fmt.Sprintf(`session "owned" is owned by %d@%d, not %d@%d`, livePID, liveStart, otherPID, otherStart)) {
+		t.Errorf("a root asking another owner: %d %q, want 409 naming both", code, e.Error)
+	}
+	d.do("POST", "/v1/sessions/owned/close", nil, nil)
 	// No kind is interactive.
 	var s api.Session
 	d.do("POST", "/v1/sessions", api.OpenSession{ID: "plain"}, &s)
