@@ -63,10 +63,10 @@ labels) to whoever reaches the socket, and with --metrics-listen over TCP.
 
 With the bpf backend the tracker is pinned under --pin-dir: a directory
 under /sys/fs/bpf (bpffs is mounted there if it is not yet), or on a bpffs
-mounted elsewhere; any other is refused, --backend auto included. Its maps and program links stay in the
-kernel when the daemon exits, however it exits, so tracking never stops. A
-restarted daemon takes the pinned tracker over: members forked while it was
-down are members, the event ring buffer resumes where it stopped, and what
+mounted elsewhere; any other is refused, --backend auto included. Its maps
+and program links stay in the kernel when the daemon exits, however it
+exits, so tracking never stops. A restarted daemon takes the pinned
+tracker over: members forked while it was down are members, the event ring buffer resumes where it stopped, and what
 overflowed meanwhile is counted as lost. The pinned maps keep their sizes:
 --max-members and --ring-bytes apply only when nothing is pinned. The
 daemon's death kills nothing. A daemon whose layout version differs from the pinned set's
