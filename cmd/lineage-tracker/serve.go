@@ -65,15 +65,16 @@ With the bpf backend the tracker is pinned under --pin-dir: a directory
 under /sys/fs/bpf (bpffs is mounted there if it is not yet), or on a bpffs
 mounted elsewhere; any other is refused, --backend auto included. Its maps
 and program links stay in the kernel when the daemon exits, however it
-exits, so tracking never stops. A restarted daemon takes the pinned
-tracker over: members forked while it was down are members, the event ring buffer resumes where it stopped, and what
-overflowed meanwhile is counted as lost. The pinned maps keep their sizes:
---max-members and --ring-bytes apply only when nothing is pinned. The
-daemon's death kills nothing. A daemon whose layout version differs from the pinned set's
-(an upgrade) loads its own set beside it, moves the members over, then
-unpins the old set. --pin-dir none loads a tracker that ends with the daemon
-(members forked while it is down are then lost; roots that still run are
-adopted again from /proc on restart); the proc backend pins nothing.
+exits, so tracking never stops. A restarted daemon takes the pinned tracker
+over: members forked while it was down are members, the event ring buffer
+resumes where it stopped, and what overflowed meanwhile is counted as lost.
+The pinned maps keep their sizes: --max-members and --ring-bytes apply only
+when nothing is pinned. The daemon's death kills nothing. A daemon whose
+layout version differs from the pinned set's (an upgrade) loads its own set
+beside it, moves the members over, then unpins the old set. --pin-dir none
+loads a tracker that ends with the daemon (members forked while it is down
+are then lost; roots that still run are adopted again from /proc on
+restart); the proc backend pins nothing.
 
 --uninstall unpins every tracker under --pin-dir and exits. Stop the daemon
 first (it refuses while one holds the tracker): once unpinned, nothing
