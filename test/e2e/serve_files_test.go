@@ -242,7 +242,8 @@ func slicesContainSuffix(names []string, suffix string) bool {
 
 // Say which tracker runs: serve's first line names its backend and why;
 // lineage status says it in plain text; --backend bpf never falls back,
-// and auto's fallback to proc is a warning (uid 65534 can't load BPF).
+// and the proc backend, auto's fallback (uid 65534 can't load BPF) or
+// asked for, is a warning.
 func TestServeSaysWhichTrackerRuns(t *testing.T) {
 	d := startDaemon(t, "")
 	first, _, _ := strings.Cut(d.stderr.String(), "\n")
