@@ -35,6 +35,18 @@ func TestCheckPinRoot(t *testing.T) {
 	if os.Geteuid() != 0 {
 		return
 	}
+	mnt := mountBPFFSForTest(t)
+	for _, root := range []string{mnt, filepath.Join(mnt, "not", "yet")} {
+		if err := CheckPinRoot(root); err != nil {
+			t.Errorf("CheckPinRoot(%q) on a bpffs mounted there: %v", root, err)
+		}
+	}
+}
+
+// mountBPFFSForTest mounts a bpffs of the test's own on a temporary
+// directory, unmounted when the test ends, and returns the mount point.
+func mountBPFFSForTest(t *testing.T) string {
+	t.Helper()
 	mnt := t.TempDir()
 	if err := unix.Mount("bpf", mnt, "bpf", 0, "mode=0700"); err != nil {
 		t.Fatalf("mount bpffs at %s: %v", mnt, err)
@@ -44,9 +56,5 @@ func TestCheckPinRoot(t *testing.T) {
 			t.Errorf("unmount %s: %v", mnt, err)
 		}
 	})
-	for _, root := range []string{mnt, filepath.Join(mnt, "not", "yet")} {
-		if err := CheckPinRoot(root); err != nil {
-			t.Errorf("CheckPinRoot(%q) on a bpffs mounted there: %v", root, err)
-		}
-	}
+	return mnt
 }

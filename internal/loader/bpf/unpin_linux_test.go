@@ -4,8 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 // A --pin-dir that holds no tracker set (a directory the user made, off
@@ -34,19 +32,11 @@ func TestUnpinLeavesADirectoryWithNoSet(t *testing.T) {
 	}
 }
 
-// A pin root that is itself a bpffs mount, as the fallback's warning tells
+// A pin root that is itself a bpffs mount, as a pin dir's refusal tells
 // a user to make, unpins cleanly: its sets go, the mount stays (it can't
 // be removed), and that is no error.
 func TestUnpinAPinRootThatIsItsOwnMount(t *testing.T) {
-	root := t.TempDir()
-	if err := unix.Mount("bpf", root, "bpf", 0, ""); err != nil {
-		t.Fatalf("mount bpffs at %s: %v", root, err)
-	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(root, 0); err != nil {
-			t.Errorf("unmount %s: %v", root, err)
-		}
-	})
+	root := mountBPFFSForTest(t)
 	b := openPinned(t, Options{PinRoot: root})
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
